@@ -1,0 +1,114 @@
+"""The `acclint` command: parse options, call the library, pick a reporter. Nothing else."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from acclint import __version__
+from acclint.config import Config, ConfigError, fails, find_pyproject, load_config, rule_enabled, validate_selectors
+from acclint.runtime_checks.cli import compare_command
+
+SCAN_FORMATS = ("text", "json", "github", "sarif")
+
+
+def _split(values) -> list:
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _all_rules() -> list:
+    from acclint.rules import all_rules
+
+    return all_rules()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="acclint")
+def main() -> None:
+    """Find the causes of GPU -> Ascend NPU / MindSpore accuracy divergence before they cost NPU hours."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(SCAN_FORMATS), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report here.")
+@click.option("--select", multiple=True, help="Only these rule codes/prefixes or categories (comma-separated).")
+@click.option("--ignore", multiple=True, help="Skip these rule codes/prefixes or categories (comma-separated).")
+@click.option("--exclude", multiple=True, help="Glob of paths to skip (repeatable).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="pyproject.toml (or acclint.toml) to read [tool.acclint] from; default: the nearest pyproject.toml.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
+              help="Lowest severity that makes the exit code 1 [default: warning].")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
+@click.option("--no-fix", is_flag=True, help="Text format: do not print the fix under each finding.")
+@click.option("--color/--no-color", default=None, help="Colour text output [default: when writing to a terminal].")
+def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs, no_fix, color) -> None:
+    """Lint training scripts, model code and launch scripts against the accuracy-migration checklist."""
+    from acclint.linter.engine import scan as run_scan
+    from acclint.reports import render
+
+    rules = _all_rules()
+    codes = {rule.code for rule in rules}
+    try:
+        explicit = config_path is not None
+        config_file = config_path if explicit else find_pyproject(Path(paths[0]) if paths else Path.cwd())
+        config = load_config(config_file, explicit=explicit, known_codes=codes)
+        config = config.merged(
+            select=validate_selectors(_split(select), codes, "--select"),
+            ignore=validate_selectors(_split(ignore), codes, "--ignore"),
+            exclude=list(exclude),
+            fail_on=fail_on,
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc))
+    active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
+    try:
+        result = run_scan(list(paths) or [Path(".")], active, config, jobs=jobs)
+    except Exception as exc:  # a bug of ours: say so plainly, exit 2, no traceback
+        click.echo(f"acclint: internal error: {type(exc).__name__}: {exc} "
+                   "(please report it with the file that triggered it)", err=True)
+        sys.exit(2)
+    use_color = color if color is not None else (output is None and fmt == "text" and sys.stdout.isatty())
+    report = render(result, fmt, rules, color=use_color, show_fix=not no_fix, base_dir=str(Path.cwd()))
+    _emit(report, output)
+    failed = any(fails(config, finding.severity) for finding in result.findings)
+    sys.exit(1 if failed else 0)
+
+
+def _emit(text: str, output) -> None:
+    if output is None:
+        click.echo(text)
+        return
+    try:
+        output.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise click.UsageError(f"cannot write {output}: {exc.strerror or exc}")
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_command(fmt) -> None:
+    """List every rule."""
+    from acclint.reports import render_rule_list
+
+    click.echo(render_rule_list(_all_rules(), fmt=fmt))
+
+
+@main.command("rule")
+@click.argument("code")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+def rule_command(code, fmt) -> None:
+    """Explain one rule: what it does, why it matters, an example, the fix."""
+    from acclint.reports import render_rule_page
+
+    rules = {rule.code: rule for rule in _all_rules()}
+    by_name = {rule.name: rule for rule in rules.values()}
+    rule = rules.get(code.upper()) or by_name.get(code)
+    if rule is None:
+        raise click.UsageError(f"unknown rule {code!r}; `acclint rules` lists them")
+    click.echo(render_rule_page(rule, fmt=fmt))
+
+
+main.add_command(compare_command, "compare")

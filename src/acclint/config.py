@@ -1,0 +1,154 @@
+"""`[tool.acclint]` in pyproject.toml: which rules run, where, how severe, and what fails a run."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional
+
+from acclint.findings import CATEGORIES, SEVERITIES, SEVERITY_RANK, Finding
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(ValueError):
+    """A configuration the user must fix; reported without a traceback."""
+
+
+@dataclass
+class Config:
+    select: list = field(default_factory=list)  # codes or categories; empty = all
+    ignore: list = field(default_factory=list)
+    exclude: list = field(default_factory=list)
+    per_file_ignores: dict = field(default_factory=dict)  # glob -> codes/categories
+    severity: dict = field(default_factory=dict)  # code or category -> severity
+    fail_on: str = "warning"
+    source: Optional[Path] = None  # the file it came from
+
+    def merged(self, *, select=None, ignore=None, exclude=None, fail_on=None) -> "Config":
+        """Command-line options: --select replaces, --ignore and --exclude add."""
+        return replace(
+            self,
+            select=list(select) if select else self.select,
+            ignore=self.ignore + list(ignore or []),
+            exclude=self.exclude + list(exclude or []),
+            fail_on=fail_on or self.fail_on,
+        )
+
+
+_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on"}
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Optional[Path], *, explicit: bool, known_codes: set) -> Config:
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}")
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}")
+    section = data.get("tool", {}).get("acclint")
+    if section is None and explicit and path.name != "pyproject.toml":
+        section = data  # a dedicated acclint.toml holds the keys at top level
+    if section is None:
+        return Config(source=path)
+    return _parse(section, path, known_codes)
+
+
+def _parse(section: dict, path: Path, known_codes: set) -> Config:
+    unknown = set(section) - _KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown [tool.acclint] key(s): {', '.join(sorted(unknown))} "
+                          f"(known: {', '.join(sorted(_KEYS))})")
+    config = Config(source=path)
+    config.select = _selectors(section.get("select", []), "select", path, known_codes)
+    config.ignore = _selectors(section.get("ignore", []), "ignore", path, known_codes)
+    config.exclude = _strings(section.get("exclude", []), "exclude", path)
+    for glob, selectors in _table(section.get("per-file-ignores", {}), "per-file-ignores", path).items():
+        config.per_file_ignores[glob] = _selectors(selectors, f"per-file-ignores.{glob}", path, known_codes)
+    for key, level in _table(section.get("severity", {}), "severity", path).items():
+        _selectors([key], "severity", path, known_codes)
+        if level not in SEVERITIES:
+            raise ConfigError(f"{path}: severity.{key} must be one of {', '.join(SEVERITIES)}, not {level!r}")
+        config.severity[key.upper() if key.upper().startswith("ACL") else key] = level
+    fail_on = section.get("fail-on", "warning")
+    if fail_on not in (*SEVERITIES, "never"):
+        raise ConfigError(f"{path}: fail-on must be one of error, warning, info, never; not {fail_on!r}")
+    config.fail_on = fail_on
+    return config
+
+
+def _strings(value, key: str, path: Path) -> list:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: {key} must be a list of strings")
+    return value
+
+
+def _table(value, key: str, path: Path) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: {key} must be a table")
+    return value
+
+
+def _selectors(value, key: str, path, known_codes: set) -> list:
+    out = []
+    for item in _strings(value, key, path):
+        normalised = item.upper() if item.upper().startswith("ACL") else item
+        known = normalised in CATEGORIES or normalised == "ALL" or any(c.startswith(normalised) for c in known_codes)
+        if not known or (normalised.startswith("ACL") and len(normalised) < 4):
+            raise ConfigError(f"{path}: {key}: unknown rule or category {item!r}")
+        out.append(normalised)
+    return out
+
+
+def validate_selectors(items, known_codes: set, origin: str) -> list:
+    return _selectors(list(items), origin, "command line", known_codes)
+
+
+def matches(selectors, code: str, category: str) -> bool:
+    return any(s in (code, category, "ALL") or (s.startswith("ACL") and code.startswith(s)) for s in selectors)
+
+
+def rule_enabled(config: Config, code: str, category: str) -> bool:
+    if config.select and not matches(config.select, code, category):
+        return False
+    return not matches(config.ignore, code, category)
+
+
+def apply_to_finding(config: Config, finding: Finding) -> Optional[Finding]:
+    """Per-file ignores and severity overrides; None when the finding is ignored for its file."""
+    for glob, selectors in config.per_file_ignores.items():
+        if _path_matches(finding.path, glob) and matches(selectors, finding.rule, finding.category):
+            return None
+    level = config.severity.get(finding.rule) or config.severity.get(finding.category)
+    return replace(finding, severity=level) if level else finding
+
+
+def _path_matches(path: str, glob: str) -> bool:
+    posix = path.replace("\\", "/")
+    return fnmatch.fnmatch(posix, glob) or fnmatch.fnmatch(posix.rsplit("/", 1)[-1], glob)
+
+
+def fails(config: Config, severity: str) -> bool:
+    if config.fail_on == "never":
+        return False
+    return SEVERITY_RANK[severity] <= SEVERITY_RANK[config.fail_on]

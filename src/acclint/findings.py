@@ -1,0 +1,88 @@
+"""The records a scan produces. Shared by the engine, the rules and the reporters."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+CATEGORIES = (
+    "seed",
+    "determinism",
+    "hyperparameter",
+    "fused-op",
+    "contiguity",
+    "mixed-precision",
+    "framework-default",
+    "debug-tooling",
+)
+
+SEVERITIES = ("error", "warning", "info")
+# Lower rank = more severe; used for --fail-on and sorting.
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+
+
+@dataclass(frozen=True)
+class Location:
+    """1-based line and column, end exclusive, as editors and SARIF count them."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    category: str
+    severity: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    fix: Optional[str] = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def sort_key(self):
+        return (self.path, self.line, self.column, self.rule)
+
+
+@dataclass(frozen=True)
+class FileError:
+    path: str
+    message: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file that was deliberately not scanned (binary, symlink loop), with the reason."""
+
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ScanResult:
+    files_scanned: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "version": 1,
+            "files_scanned": self.files_scanned,
+            "findings": [f.to_dict() for f in self.findings],
+            "errors": [e.to_dict() for e in self.errors],
+            "skipped": [s.to_dict() for s in self.skipped],
+        }

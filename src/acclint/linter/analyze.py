@@ -1,0 +1,70 @@
+"""Everything done to one file, in a worker process: read, parse once, walk once, run per-file rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import libcst as cst
+
+from acclint.linter.context import FileContext, Sink
+from acclint.linter.discovery import kind_of
+from acclint.linter.facts import FileFacts
+from acclint.linter.positions import node_locations
+from acclint.linter.project import ShellFacts
+from acclint.linter.source import read_source
+from acclint.linter.suppress import suppressions
+from acclint.linter.walker import FileWalker
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    facts: Optional[object] = None  # FileFacts or ShellFacts
+    error: Optional[str] = None
+    skip: Optional[str] = None
+    findings: list = field(default_factory=list)  # (Finding, suppressions)
+
+
+def analyze_file(abspath: str, display: str, rules: list) -> FileOutcome:
+    path = Path(abspath)
+    kind = kind_of(path)
+    source = read_source(path, python=kind == "python")
+    if source.text is None:
+        return FileOutcome(display, error=source.error, skip=source.skip)
+    try:
+        if kind == "shell":
+            return _analyze_shell(abspath, display, source.text)
+        return _analyze_python(abspath, display, source.text, rules)
+    except RecursionError:
+        return FileOutcome(display, error="too deeply nested to analyse")
+    except Exception as exc:  # one bad file never stops a scan
+        return FileOutcome(display, error=f"internal error while analysing this file: {type(exc).__name__}: {exc}")
+
+
+def _analyze_python(abspath: str, display: str, text: str, rules: list) -> FileOutcome:
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return FileOutcome(display, error=f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
+    facts = FileFacts(path=display, abspath=abspath, line_count=text.count("\n") + 1)
+    walker = FileWalker(module, facts)
+    walker.run()
+    facts.spans = node_locations(module, walker.nodes)
+    facts.suppressions = suppressions(text)
+    sink = Sink()
+    context = FileContext(facts, sink)
+    for rule in rules:
+        rule.check_file(context)
+    return FileOutcome(display, facts=facts, findings=sink.findings)
+
+
+def _analyze_shell(abspath: str, display: str, text: str) -> FileOutcome:
+    from acclint.linter.shell import ShellReadError, read_shell_script
+
+    try:
+        script = read_shell_script(abspath, text)
+    except ShellReadError as exc:
+        return FileOutcome(display, error=str(exc))
+    return FileOutcome(display, facts=ShellFacts(display, abspath, script, suppressions(text)))

@@ -1,0 +1,76 @@
+"""What a rule gets to look at, and how it reports. Findings get their positions from the facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from acclint.findings import Finding, Location
+
+if TYPE_CHECKING:  # pragma: no cover
+    from acclint.linter.facts import FileFacts
+    from acclint.linter.project import Program, Project
+    from acclint.linter.rulebase import Rule
+    from acclint.linter.shell import Span
+
+
+def make_finding(rule: "Rule", path: str, where: Location, message: str, fix: Optional[str],
+                 severity: Optional[str]) -> Finding:
+    return Finding(
+        rule=rule.code,
+        category=rule.category,
+        severity=severity or rule.severity,
+        path=path,
+        line=where.line,
+        column=where.column,
+        end_line=where.end_line,
+        end_column=where.end_column,
+        message=message,
+        fix=fix,
+    )
+
+
+@dataclass
+class Sink:
+    """Collects findings with the suppression table of the file each one lands in."""
+
+    findings: list = field(default_factory=list)  # (Finding, suppressions)
+
+    def add(self, finding: Finding, suppressions: dict) -> None:
+        self.findings.append((finding, suppressions))
+
+
+@dataclass
+class FileContext:
+    facts: "FileFacts"
+    sink: Sink
+
+    def report(self, rule: "Rule", node: int, message: str, *, fix: Optional[str] = None,
+               severity: Optional[str] = None) -> None:
+        report_at(self.sink, rule, self.facts, node, message, fix, severity)
+
+
+def report_at(sink: Sink, rule: "Rule", facts: "FileFacts", node: int, message: str,
+              fix: Optional[str], severity: Optional[str]) -> None:
+    where = facts.spans[node] if 0 <= node < len(facts.spans) else Location(1, 1, 1, 1)
+    sink.add(make_finding(rule, facts.path, where, message, fix, severity), facts.suppressions)
+
+
+@dataclass
+class ProgramContext:
+    program: "Program"
+    project: "Project"
+    sink: Sink
+    cache: dict = field(default_factory=dict)  # per-program derived facts shared between rules
+
+    def report(self, rule: "Rule", facts: "FileFacts", node: int, message: str, *,
+               fix: Optional[str] = None, severity: Optional[str] = None) -> None:
+        report_at(self.sink, rule, facts, node, message, fix, severity)
+
+    def report_shell(self, rule: "Rule", span: "Span", message: str, *, fix: Optional[str] = None,
+                     severity: Optional[str] = None) -> None:
+        shell = self.project.shells.get(span.path)
+        path = shell.path if shell else span.path
+        where = Location(span.line, span.column, span.end_line, span.end_column)
+        sink_table = shell.suppressions if shell else {}
+        self.sink.add(make_finding(rule, path, where, message, fix, severity), sink_table)

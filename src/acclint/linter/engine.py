@@ -1,0 +1,111 @@
+"""A scan from paths to a ScanResult: discover, analyse files in parallel, check programs, filter."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Optional, Sequence
+
+from acclint.config import Config, apply_to_finding
+from acclint.findings import FileError, ScanResult, Skipped
+from acclint.linter.analyze import FileOutcome, analyze_file
+from acclint.linter.context import ProgramContext, Sink
+from acclint.linter.discovery import discover
+from acclint.linter.facts import FileFacts
+from acclint.linter.project import Project, ShellFacts
+from acclint.linter.suppress import is_suppressed
+
+# Below this many files a process pool costs more than it saves.
+_PARALLEL_THRESHOLD = 16
+_worker_rules: list = []
+
+
+def _init_worker(rules: list) -> None:
+    global _worker_rules
+    _worker_rules = rules
+
+
+def _analyze_in_worker(job: tuple) -> FileOutcome:
+    return analyze_file(job[0], job[1], _worker_rules)
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        return path.resolve().relative_to(cwd).as_posix()
+    except ValueError:
+        return path.resolve().as_posix()
+
+
+def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[int] = None,
+         cwd: Optional[Path] = None) -> ScanResult:
+    cwd = (cwd or Path.cwd()).resolve()
+    paths = [Path(p) for p in paths]
+    roots = [p.resolve() if p.is_dir() else p.resolve().parent for p in paths if p.exists()]
+    found = discover(paths, roots[0] if roots else cwd, config.exclude)
+    result = ScanResult()
+    result.errors.extend(FileError(display_path(p, cwd), m) for p, m in found.errors)
+    result.skipped.extend(Skipped(display_path(p, cwd), r) for p, r in found.skipped)
+
+    jobs_list = [(str(p.resolve()), display_path(p, cwd)) for p in found.files]
+    outcomes = _run(jobs_list, rules, jobs or default_jobs())
+
+    sink = Sink()
+    python_facts, shell_facts = [], []
+    for outcome in outcomes:
+        if outcome.error is not None:
+            result.errors.append(FileError(outcome.path, outcome.error))
+        elif outcome.skip is not None:
+            result.skipped.append(Skipped(outcome.path, outcome.skip))
+        else:
+            result.files_scanned += 1
+            sink.findings.extend(outcome.findings)
+            (python_facts if isinstance(outcome.facts, FileFacts) else shell_facts).append(outcome.facts)
+
+    check_programs(Project(python_facts, shell_facts, [str(r) for r in roots]), rules, sink)
+    result.findings = _filter(sink, config)
+    return result
+
+
+def check_programs(project: Project, rules: list, sink: Sink) -> None:
+    for program in project.programs():
+        context = ProgramContext(program, project, sink)
+        for rule in rules:
+            rule.check_program(context)
+    shells_only = ProgramContext(None, project, sink)
+    for rule in rules:
+        check = getattr(rule, "check_shell", None)
+        if check is not None:
+            for shell in project.shells.values():
+                check(shells_only, shell)
+
+
+def _run(jobs_list: list, rules: list, jobs: int) -> list:
+    if jobs <= 1 or len(jobs_list) < _PARALLEL_THRESHOLD:
+        return [analyze_file(abspath, display, rules) for abspath, display in jobs_list]
+    chunk = max(1, min(32, len(jobs_list) // (jobs * 8)))
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(rules,)) as pool:
+        return list(pool.map(_analyze_in_worker, jobs_list, chunksize=chunk))
+
+
+def _filter(sink: Sink, config: Config) -> list:
+    out, seen = [], set()
+    for finding, table in sink.findings:
+        if is_suppressed(table, finding.rule, finding.line, finding.end_line):
+            continue
+        finding = apply_to_finding(config, finding)
+        if finding is None:
+            continue
+        key = (finding.rule, finding.path, finding.line, finding.column, finding.message)
+        if key not in seen:  # two entry points may reach the same helper
+            seen.add(key)
+            out.append(finding)
+    out.sort(key=lambda f: f.sort_key())
+    return out

@@ -1,0 +1,146 @@
+"""What the one pass over a Python file records. Rules read these; nobody re-walks the tree.
+
+Every fact that a finding may point at carries `node`: an index into the file's table of
+source ranges (`FileFacts.spans`), filled once, after the pass, for exactly those nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+MODULE_SCOPE = "<module>"
+
+
+class _Missing:
+    """Marks an argument whose value is not a literal."""
+
+    def __repr__(self) -> str:
+        return "<expr>"
+
+    def __reduce__(self):  # stay a singleton across process boundaries
+        return (_missing, ())
+
+
+def _missing() -> "_Missing":
+    return NOT_LITERAL
+
+
+NOT_LITERAL: Any = _Missing.__new__(_Missing)
+
+
+@dataclass(slots=True)
+class Value:
+    """A summarised expression: a literal's value, or a dotted name with its qualified names."""
+
+    literal: Any = NOT_LITERAL
+    dotted: Optional[str] = None
+    names: frozenset = frozenset()
+
+    @property
+    def is_literal(self) -> bool:
+        return self.literal is not NOT_LITERAL
+
+
+@dataclass(slots=True)
+class Arg:
+    keyword: Optional[str]
+    value: Value
+    star: str = ""  # "*" or "**" for unpacked arguments
+
+
+@dataclass(slots=True)
+class Call:
+    node: int
+    callee: str  # dotted text as written ("torch.manual_seed", "self.setup", "?.backward")
+    args: tuple
+    scope: str  # enclosing function's qualified name in this module, or MODULE_SCOPE
+    order: int  # position in source order among all recorded facts of the file
+    in_main: bool  # inside the module-level `if __name__ == "__main__":` block
+    assigned_to: Optional[str] = None  # `x = Foo(...)` records "x"
+    names: frozenset = frozenset()  # qualified names of the callee (filled after the pass)
+
+    def arg(self, keyword: str, position: Optional[int] = None) -> Optional[Arg]:
+        """The argument passed by keyword, or at `position` if passed positionally."""
+        for arg in self.args:
+            if arg.keyword == keyword:
+                return arg
+        if position is not None:
+            positional = [a for a in self.args if a.keyword is None and not a.star]
+            if position < len(positional):
+                return positional[position]
+        return None
+
+    @property
+    def method(self) -> str:
+        return self.callee.rsplit(".", 1)[-1]
+
+
+@dataclass(slots=True)
+class Assignment:
+    """`a.b = value` (attribute targets only: plain names are local state, not settings)."""
+
+    node: int
+    target: str
+    value: Value
+    scope: str
+    order: int
+    in_main: bool
+    names: frozenset = frozenset()
+
+
+@dataclass(slots=True)
+class EnvWrite:
+    """An environment variable set from Python (`os.environ[...] = `, `setdefault`, `putenv`, `update`)."""
+
+    node: int
+    name: str
+    value: Optional[str]  # None when not a literal
+    scope: str
+    order: int
+    in_main: bool
+
+
+@dataclass(slots=True)
+class Import:
+    module: str  # absolute, or with leading dots for relative imports
+    name: Optional[str]  # imported member for `from m import name`
+    bound: str  # the local name it binds
+    scope: str
+    in_fallback: bool  # inside `try:` whose handler catches ImportError
+
+
+@dataclass(slots=True)
+class FunctionDef:
+    node: int
+    qualname: str  # "seed_all", "Trainer.fit"
+    owner: Optional[str]  # the class for methods
+    order: int
+
+
+@dataclass(slots=True)
+class ClassDef:
+    node: int
+    qualname: str
+    bases: tuple  # Values (dotted + names)
+    order: int
+
+
+@dataclass(eq=False)  # identity: one record per file
+class FileFacts:
+    path: str  # as reported (relative to the scan root when possible)
+    abspath: str
+    bindings: dict = field(default_factory=dict)  # local name -> set of qualified names
+    calls: list = field(default_factory=list)
+    assignments: list = field(default_factory=list)
+    env_writes: list = field(default_factory=list)
+    imports: list = field(default_factory=list)
+    functions: dict = field(default_factory=dict)  # qualname -> FunctionDef
+    classes: dict = field(default_factory=dict)  # qualname -> ClassDef
+    main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
+    spans: list = field(default_factory=list)  # node index -> Location
+    suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)
+    line_count: int = 0
+
+    def calls_in(self, scope: str) -> list:
+        return [c for c in self.calls if c.scope == scope]

@@ -1,0 +1,93 @@
+"""What a rule is, as the engine sees it. Rules subclass `Rule`; the engine never imports them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Iterable, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from acclint.linter.context import FileContext, ProgramContext
+
+# In rule examples, the line a finding must land on ends with this marker.
+EXPECT_MARKER = re.compile(r"\s*#\s*expect:\s*(?P<codes>ACL\d{3}(?:\s*,\s*ACL\d{3})*)\s*$")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small project (path -> source) that a rule must flag (invalid) or leave alone (valid).
+
+    In invalid examples each line a finding must land on ends with `# expect: ACLnnn`.
+    The first file is the one shown first on the rule's page.
+    """
+
+    files: Mapping[str, str]
+    title: str = ""
+
+    @classmethod
+    def script(cls, source: str, title: str = "", path: str = "train.py") -> "Example":
+        return cls({path: source}, title)
+
+    def expected(self, code: str) -> set[tuple[str, int]]:
+        """(path, line) pairs marked for `code`."""
+        marks = set()
+        for path, source in self.files.items():
+            for number, text in enumerate(source.splitlines(), start=1):
+                match = EXPECT_MARKER.search(text)
+                if match and code in re.split(r"\s*,\s*", match.group("codes")):
+                    marks.add((path, number))
+        return marks
+
+    def shown(self) -> dict[str, str]:
+        """The sources without test markers, as the rule page shows them."""
+        return {
+            path: "\n".join(EXPECT_MARKER.sub("", line) for line in source.splitlines()) + "\n"
+            for path, source in self.files.items()
+        }
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    """A rule page: what it does, why it matters (both sides' numbers), how to fix it."""
+
+    what: str
+    why: str
+    fix: str
+    references: tuple[str, ...] = ()
+
+
+class Rule:
+    """Base class. Subclasses set the metadata and override the hooks they need.
+
+    Hooks never walk a tree: the engine walks each file once, records facts, and calls
+    `check_file` with those facts; project-level rules get `check_program` once per entry point.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case slug, e.g. "unseeded-numpy"
+    category: ClassVar[str]
+    severity: ClassVar[str]  # default severity; a finding may lower or raise it with a reason
+    summary: ClassVar[str]  # one line for `acclint rules`
+    doc: ClassVar[RuleDoc]
+    valid: ClassVar[tuple[Example, ...]] = ()
+    invalid: ClassVar[tuple[Example, ...]] = ()
+
+    def check_file(self, ctx: "FileContext") -> None:
+        """Per-file checks over the file's recorded facts."""
+
+    def check_program(self, ctx: "ProgramContext") -> None:
+        """Checks of a whole program: an entry point and everything it reaches."""
+
+    def __repr__(self) -> str:
+        return f"<{self.code} {self.name}>"
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule] = field(default_factory=list)
+
+    def __iter__(self) -> Iterable[Rule]:
+        return iter(self.rules)
+
+    def by_code(self) -> dict[str, Rule]:
+        return {rule.code: rule for rule in self.rules}

@@ -1,0 +1,55 @@
+"""Reading a file's text: binary files are skipped, undecodable ones become per-file errors."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+# Bytes sniffed for NUL to call a file binary (as git does).
+_SNIFF = 8192
+
+
+@dataclass(frozen=True)
+class SourceText:
+    text: Optional[str] = None
+    error: Optional[str] = None  # reported in `errors`
+    skip: Optional[str] = None  # reported in `skipped`
+
+
+def read_source(path: Path, *, python: bool) -> SourceText:
+    try:
+        data = path.read_bytes()
+    except PermissionError:
+        return SourceText(error="cannot read file: permission denied")
+    except IsADirectoryError:
+        return SourceText(skip="is a directory")
+    except OSError as exc:
+        return SourceText(error=f"cannot read file: {exc.strerror or exc}")
+    if b"\0" in data[:_SNIFF]:
+        return SourceText(skip="binary file")
+    encoding = "utf-8"
+    if python:
+        try:  # honour PEP 263 coding cookies and BOMs, as Python itself would
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as exc:
+            return SourceText(error=f"cannot decode: {exc}")
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        return SourceText(error=_decode_message(exc, encoding))
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return SourceText(text=text)
+
+
+def _decode_message(exc: Exception, encoding: str) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        line = exc.object[: exc.start].count(b"\n") + 1
+        return (
+            f"not valid {encoding}: byte 0x{exc.object[exc.start]:02x} at line {line} "
+            "(save the file as UTF-8 or declare its encoding with a '# -*- coding: ... -*-' line)"
+        )
+    return f"unknown encoding {encoding!r}"

@@ -1,0 +1,415 @@
+"""The one pass over a parsed Python file: records imports, calls, settings and definitions as facts.
+
+The walk is iterative and visits only fields that can hold code (no whitespace, commas or
+parentheses), which makes it a small fraction of the parse itself. Qualified names are resolved
+after the walk from the complete import table, so a use before its import still resolves.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Any, Optional
+
+import libcst as cst
+
+from acclint.linter import facts as F
+from acclint.linter.names import bind_aliases, resolve
+
+_SKIPPED_FIELDS = frozenset(
+    {
+        "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators",
+        "trailing_whitespace", "header", "footer", "newline", "colon", "equal", "dot", "operator",
+        "star", "asynchronous", "indent", "whitespace_before_colon", "whitespace_after_colon",
+    }
+)
+_LEAVES = (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis)
+_FIELDS: dict = {}
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _code_fields(node_type: type) -> tuple:
+    fields = _FIELDS.get(node_type)
+    if fields is None:
+        if issubclass(node_type, _LEAVES):
+            fields = ()
+        else:
+            fields = tuple(
+                f.name
+                for f in dataclasses.fields(node_type)
+                if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+            )
+        _FIELDS[node_type] = fields
+    return fields
+
+
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
+    """`a.b.c` for a chain of names, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def callee_text(node: cst.CSTNode) -> str:
+    """Dotted text of a call's target; a method on an expression is `?.method`."""
+    dotted = dotted_name(node)
+    if dotted is not None:
+        return dotted
+    if isinstance(node, cst.Attribute):
+        return "?." + node.attr.value
+    return "?"
+
+
+def literal(node: cst.CSTNode) -> Any:
+    """The Python value of a literal expression, or NOT_LITERAL."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        try:
+            return ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return F.NOT_LITERAL
+    if isinstance(node, cst.Name):
+        return {"True": True, "False": False, "None": None}.get(node.value, F.NOT_LITERAL)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = literal(node.expression)
+        return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else F.NOT_LITERAL
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = literal(node.left), literal(node.right)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+        return F.NOT_LITERAL
+    if isinstance(node, (cst.Tuple, cst.List)):
+        items = [literal(e.value) for e in node.elements if isinstance(e, cst.Element)]
+        if len(items) != len(node.elements) or any(i is F.NOT_LITERAL for i in items):
+            return F.NOT_LITERAL
+        return tuple(items) if isinstance(node, cst.Tuple) else items
+    if isinstance(node, cst.Dict):
+        out = {}
+        for element in node.elements:
+            if not isinstance(element, cst.DictElement):
+                return F.NOT_LITERAL
+            key, value = literal(element.key), literal(element.value)
+            if key is F.NOT_LITERAL or value is F.NOT_LITERAL:
+                return F.NOT_LITERAL
+            out[key] = value
+        return out
+    return F.NOT_LITERAL
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal):
+        return False
+    sides = (test.left, target.comparator)
+    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
+    strings = [s for s in sides if isinstance(s, cst.SimpleString) and literal(s) == "__main__"]
+    return bool(names and strings)
+
+
+def _catches_import_error(node: cst.Try) -> bool:
+    for handler in node.handlers:
+        if handler.type is None:
+            return True
+        kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+        for kind in kinds:
+            expr = kind.value if isinstance(kind, cst.Element) else kind
+            name = dotted_name(expr) or ""
+            if name.rsplit(".", 1)[-1] in _IMPORT_ERRORS:
+                return True
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class _State:
+    scope: str = F.MODULE_SCOPE
+    owner: Optional[str] = None  # class whose body we are in
+    in_main: bool = False
+    in_fallback: bool = False
+
+
+class _Restore:
+    __slots__ = ("state",)
+
+    def __init__(self, state: _State):
+        self.state = state
+
+
+class FileWalker:
+    """Walks one module once and returns its FileFacts (names unresolved until `finish`)."""
+
+    def __init__(self, module: cst.Module, facts: F.FileFacts):
+        self.module = module
+        self.facts = facts
+        self.nodes: list = []  # node index -> CST node, for positions
+        self.order = 0
+        self.aliases: list = []  # (name, dotted) from `name = dotted.name`
+        self.environ_subscripts: list = []  # (EnvWrite, base dotted) to confirm after resolution
+        self.value_nodes: list = []  # Values whose names resolve after the walk
+        self._handlers: dict = {
+            cst.Call: self._call,
+            cst.Import: self._import,
+            cst.ImportFrom: self._import_from,
+            cst.Assign: self._assign,
+            cst.AnnAssign: self._assign,
+            cst.FunctionDef: self._function,
+            cst.ClassDef: self._class,
+            cst.If: self._if,
+            cst.Try: self._try,
+        }
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _node(self, node: cst.CSTNode) -> int:
+        self.nodes.append(node)
+        return len(self.nodes) - 1
+
+    def _next_order(self) -> int:
+        self.order += 1
+        return self.order
+
+    def _value(self, node: cst.CSTNode) -> F.Value:
+        value = F.Value(literal=literal(node), dotted=dotted_name(node))
+        if value.dotted:
+            self.value_nodes.append(value)
+        return value
+
+    # -- the walk ----------------------------------------------------------------------------
+    def run(self) -> F.FileFacts:
+        state = _State()
+        stack: list = [self.module]
+        handlers = self._handlers
+        push, extend, pop = stack.append, stack.extend, stack.pop
+        while stack:
+            item = pop()
+            kind = type(item)
+            if kind is _Restore:
+                state = item.state
+                continue
+            if kind is _AssignedCall:
+                self._call(item.call, state, stack, assigned_to=item.name)
+                item = item.call
+                kind = cst.Call
+            else:
+                handler = handlers.get(kind)
+                if handler is not None and handler(item, state, stack) is None:
+                    continue  # the handler queued the children itself
+            for name in _code_fields(kind):
+                child = getattr(item, name)
+                if isinstance(child, cst.CSTNode):
+                    push(child)
+                elif type(child) is tuple or type(child) is list:
+                    extend(reversed(child))
+            # Children sit above the next sibling on the stack, so order stays source order.
+        self._finish()
+        return self.facts
+
+    def _children_in(self, node: cst.CSTNode, fields: tuple, state: _State, new: _State, stack: list) -> None:
+        """Queue `fields` of node to be walked under `new`, then restore `state`."""
+        stack.append(_Restore(state))
+        for name in reversed(fields):
+            child = getattr(node, name)
+            if isinstance(child, cst.CSTNode):
+                stack.append(child)
+            elif isinstance(child, (tuple, list)):
+                stack.extend(reversed(child))
+        stack.append(_Restore(new))
+
+    # -- handlers: return the state to walk children with, or None when they queued them ----
+    def _call(self, node: cst.Call, state: _State, stack: list, assigned_to: Optional[str] = None):
+        args = tuple(
+            F.Arg(
+                keyword=arg.keyword.value if arg.keyword is not None else None,
+                value=self._value(arg.value),
+                star=arg.star if isinstance(arg.star, str) else "",
+            )
+            for arg in node.args
+        )
+        call = F.Call(
+            node=self._node(node),
+            callee=callee_text(node.func),
+            args=args,
+            scope=state.scope,
+            order=self._next_order(),
+            in_main=state.in_main,
+            assigned_to=assigned_to,
+        )
+        self.facts.calls.append(call)
+        return state
+
+    def _import(self, node: cst.Import, state: _State, stack: list):
+        for alias in node.names:
+            module = dotted_name(alias.name) or ""
+            if alias.asname is not None:
+                bound = dotted_name(alias.asname.name) or module
+                self._bind(bound, module)
+            else:
+                bound = module.split(".", 1)[0]
+                self._bind(bound, bound)
+            self.facts.imports.append(F.Import(module, None, bound, state.scope, state.in_fallback))
+        return None
+
+    def _import_from(self, node: cst.ImportFrom, state: _State, stack: list):
+        base = dotted_name(node.module) if node.module is not None else ""
+        module = "." * len(node.relative) + (base or "")
+        if isinstance(node.names, cst.ImportStar):
+            self.facts.imports.append(F.Import(module, "*", "*", state.scope, state.in_fallback))
+            return None
+        for alias in node.names:
+            name = dotted_name(alias.name) or ""
+            bound = dotted_name(alias.asname.name) if alias.asname is not None else name
+            if not node.relative:
+                self._bind(bound, f"{module}.{name}" if module else name)
+            self.facts.imports.append(F.Import(module, name, bound, state.scope, state.in_fallback))
+        return None
+
+    def _bind(self, name: str, target: str) -> None:
+        self.facts.bindings.setdefault(name, set()).add(target)
+
+    def _assign(self, node, state: _State, stack: list):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        value = node.value
+        if value is None:
+            return state
+        value_dotted = dotted_name(value)
+        for target in targets:
+            if isinstance(target, cst.Name):
+                if value_dotted is not None:
+                    self.aliases.append((target.value, value_dotted))
+            elif isinstance(target, cst.Attribute):
+                self.facts.assignments.append(
+                    F.Assignment(
+                        node=self._node(node),
+                        target=dotted_name(target) or callee_text(target),
+                        value=self._value(value),
+                        scope=state.scope,
+                        order=self._next_order(),
+                        in_main=state.in_main,
+                    )
+                )
+            elif isinstance(target, cst.Subscript) and len(target.slice) == 1:
+                self._subscript_write(node, target, value, state)
+        if isinstance(value, cst.Call) and len(targets) == 1 and isinstance(targets[0], cst.Name):
+            # Walk the call now so it knows the name it is assigned to (`model = Net()`).
+            stack.append(_AssignedCall(targets[0].value, value))
+            return None
+        return state
+
+    def _subscript_write(self, node, target: cst.Subscript, value, state: _State) -> None:
+        base = dotted_name(target.value)
+        index = target.slice[0].slice
+        key = literal(index.value) if isinstance(index, cst.Index) else F.NOT_LITERAL
+        if base is None or not isinstance(key, str):
+            return
+        raw = literal(value)
+        write = F.EnvWrite(
+            node=self._node(node),
+            name=key,
+            value=raw if isinstance(raw, str) else None,
+            scope=state.scope,
+            order=self._next_order(),
+            in_main=state.in_main,
+        )
+        self.environ_subscripts.append((write, base))
+
+    def _function(self, node: cst.FunctionDef, state: _State, stack: list):
+        qualname = node.name.value if state.scope == F.MODULE_SCOPE else f"{state.scope}.{node.name.value}"
+        self.facts.functions[qualname] = F.FunctionDef(
+            node=self._node(node), qualname=qualname, owner=state.owner, order=self._next_order()
+        )
+        inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main)
+        # Decorators and defaults run in the enclosing scope; the body in the function's own.
+        self._children_in(node, ("body",), state, inner, stack)
+        self._children_in(node, ("decorators", "params", "returns"), state, state, stack)
+        return None
+
+    def _class(self, node: cst.ClassDef, state: _State, stack: list):
+        qualname = node.name.value if state.scope == F.MODULE_SCOPE else f"{state.scope}.{node.name.value}"
+        bases = tuple(self._value(arg.value) for arg in node.bases)
+        self.facts.classes[qualname] = F.ClassDef(
+            node=self._node(node), qualname=qualname, bases=bases, order=self._next_order()
+        )
+        inner = dataclasses.replace(state, scope=qualname, owner=qualname)
+        self._children_in(node, ("body",), state, inner, stack)
+        self._children_in(node, ("decorators", "bases", "keywords"), state, state, stack)
+        return None
+
+    def _if(self, node: cst.If, state: _State, stack: list):
+        if state.scope == F.MODULE_SCOPE and not state.in_main and _is_main_guard(node.test):
+            self.facts.main_guard = self._node(node)
+            self._children_in(node, ("orelse",), state, state, stack)
+            self._children_in(node, ("body",), state, dataclasses.replace(state, in_main=True), stack)
+            self._children_in(node, ("test",), state, state, stack)
+            return None
+        return state
+
+    def _try(self, node: cst.Try, state: _State, stack: list):
+        if not _catches_import_error(node):
+            return state
+        fallback = dataclasses.replace(state, in_fallback=True)
+        self._children_in(node, ("body", "handlers", "orelse", "finalbody"), state, fallback, stack)
+        return None
+
+    # -- after the walk ----------------------------------------------------------------------
+    def _finish(self) -> None:
+        facts = self.facts
+        bind_aliases(facts.bindings, self.aliases)
+        bindings = facts.bindings
+        for call in facts.calls:
+            call.names = resolve(call.callee, bindings)
+        for assignment in facts.assignments:
+            assignment.names = resolve(assignment.target, bindings)
+        for value in self.value_nodes:
+            value.names = resolve(value.dotted, bindings)
+        for write, base in self.environ_subscripts:
+            if "os.environ" in resolve(base, bindings):
+                facts.env_writes.append(write)
+        facts.env_writes.extend(_env_writes_from_calls(facts.calls))
+        facts.env_writes.sort(key=lambda w: w.order)
+
+
+class _AssignedCall:
+    """A call on the right of `name = ...`, walked with the name attached."""
+
+    __slots__ = ("name", "call")
+
+    def __init__(self, name: str, call: cst.Call):
+        self.name = name
+        self.call = call
+
+
+def _env_writes_from_calls(calls: list) -> list:
+    writes = []
+    for call in calls:
+        if not call.names & _ENV_SETTERS:
+            continue
+        if call.names & {"os.environ.update"}:
+            pairs = []
+            first = call.arg("", 0)
+            if first is not None and isinstance(first.value.literal, dict):
+                pairs.extend(first.value.literal.items())
+            pairs.extend((a.keyword, a.value.literal) for a in call.args if a.keyword)
+        else:
+            key, value = call.arg("key", 0), call.arg("value", 1)
+            if key is None or not isinstance(key.value.literal, str):
+                continue
+            pairs = [(key.value.literal, value.value.literal if value is not None else None)]
+        for name, value in pairs:
+            writes.append(
+                F.EnvWrite(
+                    node=call.node,
+                    name=str(name),
+                    value=value if isinstance(value, str) else None,
+                    scope=call.scope,
+                    order=call.order,
+                    in_main=call.in_main,
+                )
+            )
+    return writes
+
+
+_ENV_SETTERS = frozenset({"os.environ.setdefault", "os.putenv", "os.environ.update"})

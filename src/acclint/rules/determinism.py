@@ -1,0 +1,438 @@
+"""Category `determinism`: the run computes the same thing twice, on each side (knowledge.md §1)."""
+
+from __future__ import annotations
+
+from acclint.knowledge import table
+from acclint.linter.context import ProgramContext
+from acclint.linter.facts import Assignment, Call
+from acclint.linter.rulebase import Example, RuleDoc
+from acclint.rules.base import EffectRule, ProgramRule, where
+from acclint.rules.program_facts import ProgramFacts
+
+_TRAIN_TAIL = "    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n"
+
+
+def _script(body: str, imports: str = "import torch\n") -> str:
+    """A tiny torch entry point whose main block is `body` (indented already)."""
+    return f"{imports}\n\nif __name__ == \"__main__\":\n{body}{_TRAIN_TAIL}"
+
+
+def _seeded(facts: ProgramFacts) -> bool:
+    return "torch-cpu" in facts.seeded or "mindspore" in facts.seeded
+
+
+class DeterministicAlgorithmsOff(EffectRule):
+    code = "ACL201"
+    name = "deterministic-algorithms-off"
+    category = "determinism"
+    severity = "warning"
+    summary = "torch.use_deterministic_algorithms(True) is not switched on"
+    frameworks = ("torch",)
+    effect = "deterministic-algorithms"
+    doc = RuleDoc(
+        what="Reports a PyTorch training entry point that never calls `torch.use_deterministic_algorithms(True)` "
+        "(directly, through a helper such as `transformers.enable_full_determinism`, or via MindSpeed's "
+        "`--npu-deterministic` in its launch script), or that switches it off.",
+        why="Without it scatter/index_add/embedding backward and atomics-based reductions are nondeterministic "
+        "on CUDA, and on Ascend the documented deterministic kernels (matmul, embedding, layer_norm, "
+        "FlashAttentionScoreGrad, ...) are not selected: two runs of the same side differ, so a GPU-vs-NPU "
+        "difference cannot be told from noise. torch_npu honours only the first effective setting per thread.",
+        fix="Call `torch.use_deterministic_algorithms(True)` at the start of the entry point on both sides "
+        "(with MindSpeed: `--npu-deterministic`).",
+    )
+    invalid = (
+        Example.script(_script("    torch.manual_seed(0)\n").replace('if __name__ == "__main__":', 'if __name__ == "__main__":  # expect: ACL201')),
+        Example.script(_script("    torch.use_deterministic_algorithms(False)  # expect: ACL201\n"), "switched off"),
+    )
+    valid = (
+        Example.script(_script("    torch.use_deterministic_algorithms(True, warn_only=True)\n")),
+        Example(
+            {
+                "train.py": _script("    torch.manual_seed(0)\n"),
+                "run_npu.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --npu-deterministic\n",
+            },
+            "switched on by MindSpeed's launcher flag",
+        ),
+    )
+
+    def missing_message(self, ctx: ProgramContext, facts: ProgramFacts) -> str:
+        return (f"{ctx.program.entry.path} never calls torch.use_deterministic_algorithms(True): nondeterministic "
+                "kernels make two runs of the same side differ.")
+
+    def fix_text(self) -> str:
+        return "call torch.use_deterministic_algorithms(True) at the start of the entry point"
+
+
+class CudnnBenchmark(ProgramRule):
+    code = "ACL202"
+    name = "cudnn-benchmark"
+    category = "determinism"
+    severity = "warning"
+    summary = "cudnn.benchmark = True picks convolution algorithms by timing"
+    frameworks = ("torch",)
+    doc = RuleDoc(
+        what="Reports `torch.backends.cudnn.benchmark = True` in code a training entry point runs.",
+        why="cuDNN then times several algorithms per input shape and keeps the fastest, which can differ "
+        "between runs and machines; results change in the last bits and the GPU reference is not reproducible. "
+        "The flag has no effect on NPU, so the two sides also differ in kind.",
+        fix="Set `torch.backends.cudnn.benchmark = False` (PyTorch's default) for parity runs.",
+    )
+    invalid = (
+        Example.script(_script("    torch.backends.cudnn.benchmark = True  # expect: ACL202\n")),
+        Example.script(_script("    cudnn.benchmark = True  # expect: ACL202\n", "import torch\nimport torch.backends.cudnn as cudnn\n"),
+                       "through a module alias"),
+    )
+    valid = (Example.script(_script("    torch.backends.cudnn.benchmark = False\n")),)
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        for step in ctx.program.flow:
+            fact = step.fact
+            if isinstance(fact, Assignment) and "torch.backends.cudnn.benchmark" in fact.names \
+                    and fact.value.literal is not False and fact.value.literal != 0:
+                ctx.report(self, step.file, fact.node, "cudnn.benchmark = True lets cuDNN choose convolution "
+                           "algorithms by timing: results differ between runs.",
+                           fix="torch.backends.cudnn.benchmark = False")
+
+
+class CudnnDeterministicUnset(ProgramRule):
+    code = "ACL203"
+    name = "cudnn-deterministic-unset"
+    category = "determinism"
+    severity = "warning"
+    summary = "cuDNN layers on CUDA without cudnn.deterministic = True"
+    frameworks = ("torch",)
+    doc = RuleDoc(
+        what="Reports the first cuDNN-backed layer (convolutions, RNNs) of a program that runs on CUDA when neither "
+        "`torch.backends.cudnn.deterministic = True` nor `torch.use_deterministic_algorithms(True)` is in force.",
+        why="Even with benchmarking off, cuDNN may pick nondeterministic backward algorithms for convolutions "
+        "(PyTorch randomness notes): gradients differ in the last bits from run to run on the GPU reference.",
+        fix="Set `torch.backends.cudnn.deterministic = True` (and `benchmark = False`) in the entry point.",
+    )
+    invalid = (
+        Example.script(
+            "import torch\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+            "    conv = torch.nn.Conv2d(3, 8, 3).cuda()  # expect: ACL203\n"
+            "    conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()\n"),
+    )
+    valid = (
+        Example.script(
+            "import torch\n\nif __name__ == \"__main__\":\n    torch.backends.cudnn.deterministic = True\n"
+            "    conv = torch.nn.Conv2d(3, 8, 3).cuda()\n    conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()\n"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        layer = facts.uses.get("cudnn-layers")
+        if layer is None or "cuda" not in facts.uses:
+            return
+        if "cudnn-deterministic" in facts.effects or "deterministic-algorithms" in facts.effects:
+            return
+        ctx.report(self, layer.file, layer.fact.node, f"{layer.fact.callee} runs on cuDNN and "
+                   "cudnn.deterministic is not set: its backward algorithm may be nondeterministic.",
+                   fix="torch.backends.cudnn.deterministic = True")
+
+
+class CublasWorkspaceMissing(ProgramRule):
+    code = "ACL204"
+    name = "cublas-workspace-config-missing"
+    category = "determinism"
+    severity = "warning"
+    summary = "Deterministic algorithms on CUDA without CUBLAS_WORKSPACE_CONFIG"
+    frameworks = ("torch",)
+    doc = RuleDoc(
+        what="Reports `torch.use_deterministic_algorithms(True)` in a program that runs on CUDA when "
+        "`CUBLAS_WORKSPACE_CONFIG` is set neither in the program (before CUDA starts) nor in its launch script.",
+        why="For CUDA >= 10.2 deterministic cuBLAS needs `:4096:8` or `:16:8`; PyTorch raises a RuntimeError at "
+        "the first cuBLAS call otherwise (PR #41377), and the variable must exist before the CUDA context.",
+        fix="`export CUBLAS_WORKSPACE_CONFIG=:4096:8` in the launch script, or set os.environ at the very top.",
+    )
+    invalid = (
+        Example.script(
+            "import torch\n\nif __name__ == \"__main__\":\n    torch.use_deterministic_algorithms(True)  # expect: ACL204\n"
+            "    m = torch.nn.Linear(2, 1).cuda()\n    m(torch.ones(2, device=\"cuda\")).sum().backward()\n"),
+    )
+    valid = (
+        Example.script(
+            "import os\nimport torch\n\nos.environ[\"CUBLAS_WORKSPACE_CONFIG\"] = \":4096:8\"\n\n"
+            "if __name__ == \"__main__\":\n    torch.use_deterministic_algorithms(True)\n"
+            "    m = torch.nn.Linear(2, 1).cuda()\n    m(torch.ones(2, device=\"cuda\")).sum().backward()\n"),
+        Example.script(_script("    torch.use_deterministic_algorithms(True)\n"), "CPU only"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        source = facts.effects.get("deterministic-algorithms")
+        if source is None or "cuda" not in facts.uses or "cublas-workspace" in facts.effects:
+            return
+        self.report_at_source(ctx, source, "deterministic algorithms are on for CUDA but CUBLAS_WORKSPACE_CONFIG "
+                              "is not set: cuBLAS raises at its first call (or stays nondeterministic).",
+                              "export CUBLAS_WORKSPACE_CONFIG=:4096:8")
+
+
+class HcclDeterministicUnset(ProgramRule):
+    code = "ACL205"
+    name = "hccl-deterministic-unset"
+    category = "determinism"
+    severity = "warning"
+    summary = "HCCL collectives without HCCL_DETERMINISTIC=true"
+    doc = RuleDoc(
+        what="Reports an Ascend multi-card run (an `hccl` process group, `mindspore.communication.init`, or an "
+        "NPU launch script with torchrun/msrun) where `HCCL_DETERMINISTIC` is not set to `true`/`strict` in the "
+        "launch script or the program.",
+        why="HCCL's reduction collectives (AllReduce, ReduceScatter, Reduce) are nondeterministic by default "
+        "(`false`): gradient sums change order between runs, so loss curves drift apart even on the same NPUs. "
+        "NCCL on the GPU side has its own order; only a deterministic HCCL makes NPU runs repeatable.",
+        fix="`export HCCL_DETERMINISTIC=true` in the launch script (MindSpeed: `--npu-deterministic` sets it).",
+    )
+    invalid = (
+        Example(
+            {
+                "train.py": _script("    torch.distributed.init_process_group(backend=\"hccl\")\n"),
+                "run.sh": "#!/bin/bash\nexport HCCL_CONNECT_TIMEOUT=1200\n"
+                "torchrun --nproc_per_node 8 train.py  # expect: ACL205\n",
+            },
+            "hccl process group, launch script without the variable",
+        ),
+        Example.script(_script("    torch.distributed.init_process_group(\"hccl\")\n").replace(
+            'if __name__ == "__main__":', 'if __name__ == "__main__":  # expect: ACL205'), "no launch script scanned"),
+        Example(
+            {"run_ms.sh": "#!/bin/bash\nsource /usr/local/Ascend/ascend-toolkit/set_env.sh\n"
+             "msrun --worker_num=8 --local_worker_num=8 train_ms.py  # expect: ACL205\n"},
+            "an NPU launch script whose training script is not part of the scan",
+        ),
+    )
+    valid = (
+        Example(
+            {
+                "train.py": _script("    torch.distributed.init_process_group(backend=\"hccl\")\n"),
+                "run.sh": "#!/bin/bash\nexport HCCL_DETERMINISTIC=true\ntorchrun --nproc_per_node 8 train.py\n",
+            },
+        ),
+        Example.script(_script("    torch.distributed.init_process_group(\"nccl\")\n"), "NCCL on GPUs"),
+    )
+
+    def _needs_hccl(self, facts: ProgramFacts) -> bool:
+        return "hccl" in facts.uses or ("npu" in facts.uses and "distributed" in facts.uses)
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        if "hccl-deterministic" in facts.effects:
+            return
+        off = facts.effects_off.get("hccl-deterministic")
+        if off is not None:
+            self.report_at_source(ctx, off, f"{off.describe()} leaves HCCL reductions nondeterministic.",
+                                  "HCCL_DETERMINISTIC=true")
+            return
+        npu_launch = [launch for shell, launch in ctx.program.launches if _ascend_shell(shell)]
+        if not self._needs_hccl(facts) and not npu_launch:
+            return
+        launches = npu_launch or [launch for _, launch in ctx.program.launches]
+        for launch in launches:
+            ctx.report_shell(self, launch.span, self._message(), fix="export HCCL_DETERMINISTIC=true")
+        if not launches:
+            self.report_program(ctx, self._message(), "export HCCL_DETERMINISTIC=true in the launch script")
+
+    def check_shell(self, ctx: ProgramContext, shell) -> None:
+        """NPU launch scripts whose training script is not part of the scan."""
+        if not _ascend_shell(shell) or _shell_sets(shell.script.final_env(), "HCCL_DETERMINISTIC"):
+            return
+        for launch in shell.script.launches:
+            if launch.script and not _scanned_entry(ctx, shell, launch) and "npu-deterministic" not in launch.flags():
+                if not _shell_sets({e.name: e for e in launch.env}, "HCCL_DETERMINISTIC"):
+                    ctx.report_shell(self, launch.span, self._message(), fix="export HCCL_DETERMINISTIC=true")
+
+    @staticmethod
+    def _message() -> str:
+        return ("HCCL_DETERMINISTIC is not set to true for this multi-card NPU run: HCCL reductions "
+                "(AllReduce/ReduceScatter) sum in a varying order.")
+
+
+def _shell_sets(env: dict, name: str) -> bool:
+    entry = env.get(name)
+    return entry is not None and (entry.value is None or entry.value.strip().lower() in {"true", "strict", "1", "on"})
+
+
+def _ascend_shell(shell) -> bool:
+    hints = table("usage")["hccl"]
+    script = shell.script
+    if any(l.launcher in hints["shell_launchers"] for l in script.launches):
+        return True
+    if any(name.startswith(tuple(hints["shell_env_prefixes"])) for name in script.variables):
+        return True
+    sources = list(script.sourced) + list(script.unresolved_sources)
+    return any(h in s.lower() for s in sources for h in hints["shell_source_hints"])
+
+
+def _scanned_entry(ctx: ProgramContext, shell, launch) -> bool:
+    return any(ctx.project._launches_file(shell, launch.script, f) for f in ctx.project.files.values())
+
+
+class MindSporeDeterministicOff(EffectRule):
+    code = "ACL206"
+    name = "mindspore-deterministic-off"
+    category = "determinism"
+    severity = "warning"
+    summary = "MindSpore deterministic computing is not switched on"
+    frameworks = ("mindspore",)
+    effect = "mindspore-deterministic"
+    doc = RuleDoc(
+        what="Reports a MindSpore training entry point that never calls `mindspore.set_deterministic(True)` "
+        "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off.",
+        why="Ascend kernels and communication in the global group then use nondeterministic implementations; "
+        "two MindSpore runs differ, so a difference against the PyTorch reference cannot be attributed. Call it "
+        "before `mindspore.communication.init()` so collectives are covered.",
+        fix="`mindspore.set_deterministic(True)` (or `set_context(deterministic=\"ON\")`) at the top of the entry point.",
+    )
+    invalid = (
+        Example.script(
+            "import mindspore as ms\nfrom mindspore import nn\n\nms.set_seed(0)\nnet = nn.Dense(3, 1)\n"
+            "grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())  # expect: ACL206\n"),
+        Example.script(
+            "import mindspore as ms\nfrom mindspore import nn\n\nms.set_seed(0)\n"
+            "ms.set_context(deterministic=\"OFF\")  # expect: ACL206\nnet = nn.Dense(3, 1)\n"
+            "grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())\n", "switched off"),
+    )
+    valid = (
+        Example.script(
+            "import mindspore as ms\nfrom mindspore import nn\n\nms.set_context(deterministic=\"ON\")\nnet = nn.Dense(3, 1)\n"
+            "grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())\n"),
+    )
+
+    def missing_message(self, ctx: ProgramContext, facts: ProgramFacts) -> str:
+        return f"{ctx.program.entry.path} never switches on MindSpore deterministic computing (default \"OFF\")."
+
+    def fix_text(self) -> str:
+        return "mindspore.set_deterministic(True) before communication.init()"
+
+
+def _dataloaders(ctx: ProgramContext):
+    names = set(table("usage")["dataloaders"])
+    for step in ctx.program.calls():
+        if step.fact.names & names:
+            yield step
+
+
+class DataLoaderShuffleUnseeded(ProgramRule):
+    code = "ACL207"
+    name = "dataloader-shuffle-unseeded"
+    category = "determinism"
+    severity = "warning"
+    summary = "DataLoader(shuffle=True) without its own seeded generator in a seeded program"
+    frameworks = ("torch",)
+    doc = RuleDoc(
+        what="Reports `DataLoader(..., shuffle=True)` without `generator=` in a program that otherwise seeds torch.",
+        why="The sampler then draws its permutation seed from the global torch generator at the moment the "
+        "iterator starts: every extra random draw before it (a different init order, one more layer, a fused op "
+        "on one side) changes the data order, so the GPU and NPU runs see different batches.",
+        fix="Pass `generator=torch.Generator().manual_seed(seed)` to the DataLoader.",
+    )
+    invalid = (
+        Example.script(_script(
+            "    torch.manual_seed(0)\n    loader = torch.utils.data.DataLoader(range(8), batch_size=2, shuffle=True)  # expect: ACL207\n")),
+    )
+    valid = (
+        Example.script(_script(
+            "    torch.manual_seed(0)\n    g = torch.Generator()\n    g.manual_seed(0)\n"
+            "    loader = torch.utils.data.DataLoader(range(8), batch_size=2, shuffle=True, generator=g)\n")),
+        Example.script(_script("    loader = torch.utils.data.DataLoader(range(8), shuffle=True)\n"),
+                       "not seeded at all: ACL104 reports that instead"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        if not _seeded(facts):
+            return
+        for step in _dataloaders(ctx):
+            shuffle = step.fact.arg("shuffle", 2)
+            if shuffle is not None and shuffle.value.literal is True and step.fact.arg("generator") is None:
+                ctx.report(self, step.file, step.fact.node, "shuffle=True without generator=: the order depends "
+                           "on every earlier draw from the global torch generator.",
+                           fix="DataLoader(..., generator=torch.Generator().manual_seed(seed))")
+
+
+class DataLoaderWorkersUnseeded(ProgramRule):
+    code = "ACL208"
+    name = "dataloader-workers-unseeded"
+    category = "determinism"
+    severity = "info"
+    summary = "DataLoader workers seeded from the global generator"
+    frameworks = ("torch",)
+    doc = RuleDoc(
+        what="Reports `DataLoader(num_workers>0)` with neither `generator=` nor `worker_init_fn=` in a seeded "
+        "program that draws from Python's or NumPy's generator.",
+        why="Since torch 1.9 each worker seeds `random`, NumPy and torch from a base seed drawn from the "
+        "loader's generator, or from the global torch generator when none is given: random augmentations in "
+        "workers then shift with any other change in global draws between the two sides.",
+        fix="Pass a seeded `generator=` (and a `worker_init_fn` for other libraries).",
+    )
+    invalid = (
+        Example.script(_script(
+            "    torch.manual_seed(0)\n    import random\n    random.seed(0)\n    random.random()\n"
+            "    loader = torch.utils.data.DataLoader(range(8), num_workers=4)  # expect: ACL208\n")),
+    )
+    valid = (
+        Example.script(_script(
+            "    torch.manual_seed(0)\n    import random\n    random.seed(0)\n    random.random()\n"
+            "    loader = torch.utils.data.DataLoader(range(8), num_workers=4, generator=torch.Generator().manual_seed(0))\n")),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        if not _seeded(facts) or not ({"numpy-random", "python-random"} & set(facts.uses)):
+            return
+        for step in _dataloaders(ctx):
+            workers = step.fact.arg("num_workers", 5)
+            count = workers.value.literal if workers is not None else 0
+            many = workers is not None and (not isinstance(count, int) or count > 0)
+            if many and step.fact.arg("generator") is None and step.fact.arg("worker_init_fn", 8) is None:
+                ctx.report(self, step.file, step.fact.node, "worker seeds come from the global torch generator "
+                           "(no generator=, no worker_init_fn=).", fix="pass generator=torch.Generator().manual_seed(seed)")
+
+
+class DropoutInParityRun(ProgramRule):
+    code = "ACL209"
+    name = "dropout-in-parity-run"
+    category = "determinism"
+    severity = "info"
+    summary = "Dropout is active in a seeded parity run"
+    doc = RuleDoc(
+        what="Reports dropout with a non-zero probability (torch `nn.Dropout`/`F.dropout`, MindSpore "
+        "`nn.Dropout`, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity.",
+        why="CUDA and Ascend generate dropout masks with different Philox implementations, so even with equal "
+        "seeds the masks differ and the losses diverge from step 0. The guides switch dropout off to align "
+        "losses (Megatron defaults are 0.1; MindSpeed-LLM recipes set 0.0).",
+        fix="Set dropout to 0 for the alignment run (`nn.Dropout(p=0.0)`, `--attention-dropout 0.0 --hidden-dropout 0.0`).",
+    )
+    invalid = (
+        Example.script(_script("    torch.manual_seed(0)\n    drop = torch.nn.Dropout(p=0.1)  # expect: ACL209\n")),
+    )
+    valid = (
+        Example.script(_script("    torch.manual_seed(0)\n    drop = torch.nn.Dropout(p=0.0)\n")),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        if not _seeded(facts):
+            return
+        dropouts = set(table("usage")["dropouts"])
+        for step in ctx.program.calls():
+            if not step.fact.names & dropouts:
+                continue
+            p = step.fact.arg("p", 0)
+            value = p.value.literal if p is not None else 0.5
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                ctx.report(self, step.file, step.fact.node, f"dropout p={value} draws device-specific masks: "
+                           "GPU and NPU losses diverge from step 0 even with equal seeds.",
+                           fix="use p=0.0 for the alignment run")
+        for shell, launch in ctx.program.launches:
+            for flag in ("attention-dropout", "hidden-dropout"):
+                value = launch.flags().get(flag)
+                if value is not None and _positive(value.value):
+                    ctx.report_shell(self, value.span, f"--{flag} {value.value}: dropout masks differ between "
+                                     "CUDA and Ascend.", fix=f"--{flag} 0.0 for the alignment run")
+
+
+def _positive(text) -> bool:
+    try:
+        return float(text) > 0
+    except (TypeError, ValueError):
+        return False
+
+
+RULES = [DeterministicAlgorithmsOff(), CudnnBenchmark(), CudnnDeterministicUnset(), CublasWorkspaceMissing(),
+         HcclDeterministicUnset(), MindSporeDeterministicOff(), DataLoaderShuffleUnseeded(),
+         DataLoaderWorkersUnseeded(), DropoutInParityRun()]
