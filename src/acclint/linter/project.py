@@ -227,15 +227,21 @@ class Project:
         return out
 
     def _launches_file(self, shell: ShellFacts, script: Optional[str], entry: FileFacts) -> bool:
+        return self.launch_target(shell, script) is entry
+
+    def launch_target(self, shell: ShellFacts, script: Optional[str]) -> Optional[FileFacts]:
+        """The scanned file a launch line runs: next to the launch script, under a scan root, or
+        the only scanned file whose path ends with it (scripts often `cd` to the repo root)."""
         if not script or not script.endswith(".py"):
-            return False
+            return None
         script = script.replace("\\", "/")
-        direct = os.path.normpath(os.path.join(os.path.dirname(shell.abspath), script))
-        if direct == entry.abspath:
-            return True
-        # Launch scripts often run from the repository root (`cd ..; torchrun pretrain.py`).
+        for base in (os.path.dirname(shell.abspath), *self.roots):
+            found = self.files.get(os.path.normpath(os.path.join(base, script)))
+            if found is not None:
+                return found
         tail = "/" + script.lstrip("./")
-        return entry.abspath.replace("\\", "/").endswith(tail)
+        matches = [f for path, f in self.files.items() if path.replace("\\", "/").endswith(tail)]
+        return matches[0] if len(matches) == 1 else None
 
 
 def _module_trains(file: FileFacts) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ class SourceText:
 
 def read_source(path: Path, *, python: bool) -> SourceText:
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO or device would block or never end
+            return SourceText(skip="not a regular file")
         data = path.read_bytes()
     except PermissionError:
         return SourceText(error="cannot read file: permission denied")

@@ -261,7 +261,7 @@ def _ascend_shell(shell) -> bool:
 
 
 def _scanned_entry(ctx: ProgramContext, shell, launch) -> bool:
-    return any(ctx.project._launches_file(shell, launch.script, f) for f in ctx.project.files.values())
+    return ctx.project.launch_target(shell, launch.script) is not None
 
 
 class MindSporeDeterministicOff(EffectRule):

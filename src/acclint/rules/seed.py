@@ -356,8 +356,8 @@ class SeedAfterModel(ProgramRule):
     invalid = (
         Example.script(
             "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            "        self.fc = torch.nn.Linear(4, 2)\n\n\ndef main():\n    model = Net()\n"
-            "    torch.manual_seed(0)  # expect: ACL108\n    model.fc(torch.ones(4)).sum().backward()\n\n\n"
+            "        self.fc = torch.nn.Linear(4, 2)\n\n\ndef main():\n    model = Net()  # expect: ACL108\n"
+            "    torch.manual_seed(0)\n    model.fc(torch.ones(4)).sum().backward()\n\n\n"
             "if __name__ == \"__main__\":\n    main()\n"),
     )
     valid = (
