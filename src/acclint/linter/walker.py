@@ -340,7 +340,7 @@ class FileWalker:
 
     def _if(self, node: cst.If, state: _State, stack: list):
         if state.scope == F.MODULE_SCOPE and not state.in_main and _is_main_guard(node.test):
-            self.facts.main_guard = self._node(node)
+            self.facts.main_guard = self._node(node.test)  # one line, not the whole block
             self._children_in(node, ("orelse",), state, state, stack)
             self._children_in(node, ("body",), state, dataclasses.replace(state, in_main=True), stack)
             self._children_in(node, ("test",), state, state, stack)

@@ -1,0 +1,112 @@
+"""The human report: compiler-style lines, fixes, errors, skipped files and the summary."""
+
+import re
+
+from acclint.findings import FileError, Finding, ScanResult, Skipped
+from acclint.reports.text import render_text, summary_line
+
+FINDING_LINE = re.compile(
+    r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<code>ACL\d{3}) "
+    r"\[(?P<category>[a-z-]+)\] (?P<message>.+)$"
+)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def finding(path="train.py", line=1, column=1, *, rule="ACL101", severity="warning",
+            category="seed", message="np.random used before seeding", fix=None):
+    return Finding(rule, category, severity, path, line, column, line, column + 5, message, fix)
+
+
+def test_each_finding_is_one_compiler_style_line():
+    result = ScanResult(2, [finding("pkg/train.py", 40, 5, category="fused-op", message="m1"),
+                            finding("a.py", 3, 2, rule="ACL202", category="determinism")])
+    lines = render_text(result).splitlines()
+    matches = [FINDING_LINE.match(line) for line in lines[:2]]
+    assert all(matches), lines
+    first = matches[1].groupdict()
+    assert first == {"path": "pkg/train.py", "line": "40", "col": "5", "code": "ACL101",
+                     "category": "fused-op", "message": "m1"}
+
+
+def test_findings_are_sorted_by_path_line_column():
+    result = ScanResult(2, [finding("b.py", 1, 1), finding("a.py", 10, 1),
+                            finding("a.py", 9, 7), finding("a.py", 9, 2)])
+    positions = [FINDING_LINE.match(line).group("path", "line", "col")
+                 for line in render_text(result).splitlines() if FINDING_LINE.match(line)]
+    assert positions == [("a.py", "9", "2"), ("a.py", "9", "7"), ("a.py", "10", "1"),
+                         ("b.py", "1", "1")]
+
+
+def test_fix_is_indented_under_its_finding_and_can_be_hidden():
+    result = ScanResult(1, [finding(line=2, fix="call np.random.seed(0) first"),
+                            finding(line=5, fix=None)])
+    lines = render_text(result).splitlines()
+    assert lines[1] == "    fix: call np.random.seed(0) first"
+    assert FINDING_LINE.match(lines[0]).group("line") == "2"
+    assert FINDING_LINE.match(lines[2]).group("line") == "5"  # no fix line for a None fix
+    hidden = render_text(result, show_fix=False)
+    assert "fix:" not in hidden
+    assert len([line for line in hidden.splitlines() if FINDING_LINE.match(line)]) == 2
+
+
+def test_multi_line_message_continues_indented():
+    text = render_text(ScanResult(1, [finding(message="first\nsecond")]))
+    lines = text.splitlines()
+    assert FINDING_LINE.match(lines[0]).group("message") == "first"
+    assert lines[1] == "    second"
+
+
+def test_errors_and_skipped_files_are_listed():
+    result = ScanResult(
+        3,
+        errors=[FileError("z.py", "syntax error at line 3: invalid syntax"),
+                FileError("b.py", "not UTF-8")],
+        skipped=[Skipped("data.bin", "binary file")],
+    )
+    lines = render_text(result).splitlines()
+    assert lines[:3] == ["b.py: error: not UTF-8",
+                         "z.py: error: syntax error at line 3: invalid syntax",
+                         "data.bin: skipped: binary file"]
+    assert lines[3] == ""  # a blank line before the summary
+    assert lines[4] == summary_line(result)
+
+
+def test_summary_counts_findings_by_severity_in_severity_order():
+    findings = [finding(severity="info"), finding(severity="warning", line=2),
+                finding(severity="error", line=3), finding(severity="warning", line=4),
+                finding(severity="warning", line=5)]
+    result = ScanResult(12, findings, [FileError("broken.py", "syntax error")])
+    assert summary_line(result) == (
+        "Found 5 findings (1 error, 3 warnings, 1 info) in 12 files; 1 file could not be read."
+    )
+
+
+def test_summary_singular_forms_and_omitted_zero_counts():
+    assert summary_line(ScanResult(1, [finding()])) == "Found 1 finding (1 warning) in 1 file."
+    two_info = ScanResult(2, [finding(severity="info"), finding(severity="info", line=2)])
+    assert summary_line(two_info) == "Found 2 findings (2 info) in 2 files."
+
+
+def test_summary_when_clean():
+    assert summary_line(ScanResult(12)) == "All checks passed: 12 files scanned."
+    assert render_text(ScanResult(12)) == "All checks passed: 12 files scanned."
+    skipped = ScanResult(3, skipped=[Skipped("x.bin", "binary")])
+    assert summary_line(skipped) == "All checks passed: 3 files scanned; 1 file skipped."
+
+
+def test_unreadable_files_are_not_called_a_pass():
+    result = ScanResult(4, errors=[FileError("a.py", "e1"), FileError("a.py", "e2"),
+                                   FileError("b.py", "e3")])
+    line = summary_line(result)
+    assert not line.startswith("All checks passed")
+    assert line == "No findings in 4 files; 2 files could not be read."
+
+
+def test_color_only_when_asked_and_nothing_else_changes():
+    result = ScanResult(2, [finding(fix="seed", severity="error"), finding(line=3)],
+                        [FileError("b.py", "oops")], [Skipped("c.bin", "binary")])
+    plain = render_text(result)
+    colored = render_text(result, color=True)
+    assert "\x1b" not in plain
+    assert "\x1b[31m" in colored and "\x1b[33m" in colored  # error red, warning yellow
+    assert ANSI.sub("", colored) == plain
