@@ -235,7 +235,7 @@ class HcclDeterministicUnset(ProgramRule):
             return
         for launch in shell.script.launches:
             if launch.script and not _scanned_entry(ctx, shell, launch) and "npu-deterministic" not in launch.flags():
-                if not _shell_sets({e.name: e for e in launch.env}, "HCCL_DETERMINISTIC"):
+                if not _shell_sets(launch.effective_env(), "HCCL_DETERMINISTIC"):
                     ctx.report_shell(self, launch.span, self._message(), fix="export HCCL_DETERMINISTIC=true")
 
     @staticmethod

@@ -63,7 +63,7 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
         elif isinstance(fact, EnvWrite):
             _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out)
     for shell, launch in program.launches:
-        for name, assignment in {**shell.script.final_env(), **{e.name: e for e in launch.env}}.items():
+        for name, assignment in launch.effective_env().items():  # exports in force when it launches
             _env(name, assignment.value, Source(shell_span=assignment.span, what=f"export {name}={assignment.raw}"),
                  seeding["env"], out)
         for flag, value in launch.flags().items():
