@@ -72,14 +72,14 @@ def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs
         sys.exit(2)
     use_color = color if color is not None else (output is None and fmt == "text" and sys.stdout.isatty())
     report = render(result, fmt, rules, color=use_color, show_fix=not no_fix, base_dir=str(Path.cwd()))
-    _emit(report, output)
+    _emit(report, output, color=use_color)
     failed = any(fails(config, finding.severity) for finding in result.findings)
     sys.exit(1 if failed else 0)
 
 
-def _emit(text: str, output) -> None:
+def _emit(text: str, output, color=None) -> None:
     if output is None:
-        click.echo(text)
+        click.echo(text, color=color)
         return
     try:
         output.write_text(text + "\n", encoding="utf-8")

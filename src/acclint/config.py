@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,7 +46,7 @@ _KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
-    start = start.resolve()
+    start = Path(os.path.abspath(start))
     for folder in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
@@ -136,11 +137,33 @@ def rule_enabled(config: Config, code: str, category: str) -> bool:
 
 def apply_to_finding(config: Config, finding: Finding) -> Optional[Finding]:
     """Per-file ignores and severity overrides; None when the finding is ignored for its file."""
+    path = _config_relative(config, finding.path)
     for glob, selectors in config.per_file_ignores.items():
-        if _path_matches(finding.path, glob) and matches(selectors, finding.rule, finding.category):
+        if (_path_matches(path, glob) or _path_matches(finding.path, glob)) \
+                and matches(selectors, finding.rule, finding.category):
             return None
-    level = config.severity.get(finding.rule) or config.severity.get(finding.category)
+    level = _severity_for(config, finding.rule, finding.category)
     return replace(finding, severity=level) if level else finding
+
+
+def _severity_for(config: Config, code: str, category: str) -> Optional[str]:
+    """Exact code first, then the longest code prefix, then the category."""
+    if code in config.severity:
+        return config.severity[code]
+    prefixes = [key for key in config.severity if key.startswith("ACL") and code.startswith(key)]
+    if prefixes:
+        return config.severity[max(prefixes, key=len)]
+    return config.severity.get(category)
+
+
+def _config_relative(config: Config, path: str) -> str:
+    """Globs in per-file-ignores are relative to the folder of the config file, wherever acclint runs."""
+    if config.source is None:
+        return path
+    try:
+        return Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(config.source)).parent).as_posix()
+    except ValueError:
+        return path
 
 
 def _path_matches(path: str, glob: str) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -47,7 +49,7 @@ def _analyze_python(abspath: str, display: str, text: str, rules: list) -> FileO
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return FileOutcome(display, error=f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
+        return FileOutcome(display, error=_syntax_error(text, exc))
     facts = FileFacts(path=display, abspath=abspath, line_count=text.count("\n") + 1)
     walker = FileWalker(module, facts)
     walker.run()
@@ -58,6 +60,18 @@ def _analyze_python(abspath: str, display: str, text: str, rules: list) -> FileO
     for rule in rules:
         rule.check_file(context)
     return FileOutcome(display, facts=facts, findings=sink.findings)
+
+
+def _syntax_error(text: str, exc: "cst.ParserSyntaxError") -> str:
+    # libcst reports where its parser gave up (often a line late); Python's parser names the line.
+    try:
+        ast.parse(text)
+    except SyntaxError as py_exc:
+        column = f", column {py_exc.offset}" if py_exc.offset else ""
+        return f"syntax error at line {py_exc.lineno}{column}: {py_exc.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}"
 
 
 def _analyze_shell(abspath: str, display: str, text: str) -> FileOutcome:

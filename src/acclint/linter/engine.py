@@ -38,23 +38,25 @@ def default_jobs() -> int:
 
 
 def display_path(path: Path, cwd: Path) -> str:
+    # abspath, not resolve(): a symlink is reported under its own name, and a loop cannot raise.
+    absolute = Path(os.path.abspath(path))
     try:
-        return path.resolve().relative_to(cwd).as_posix()
+        return absolute.relative_to(cwd).as_posix()
     except ValueError:
-        return path.resolve().as_posix()
+        return absolute.as_posix()
 
 
 def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[int] = None,
          cwd: Optional[Path] = None) -> ScanResult:
     cwd = (cwd or Path.cwd()).resolve()
     paths = [Path(p) for p in paths]
-    roots = [p.resolve() if p.is_dir() else p.resolve().parent for p in paths if p.exists()]
+    roots = [Path(os.path.abspath(p)) if p.is_dir() else Path(os.path.abspath(p)).parent for p in paths if p.exists()]
     found = discover(paths, roots[0] if roots else cwd, config.exclude)
     result = ScanResult()
     result.errors.extend(FileError(display_path(p, cwd), m) for p, m in found.errors)
     result.skipped.extend(Skipped(display_path(p, cwd), r) for p, r in found.skipped)
 
-    jobs_list = [(str(p.resolve()), display_path(p, cwd)) for p in found.files]
+    jobs_list = [(os.path.abspath(p), display_path(p, cwd)) for p in found.files]
     outcomes = _run(jobs_list, rules, jobs or default_jobs())
 
     sink = Sink()

@@ -38,7 +38,9 @@ def read_source(path: Path, *, python: bool) -> SourceText:
         try:  # honour PEP 263 coding cookies and BOMs, as Python itself would
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         except SyntaxError as exc:
-            return SourceText(error=f"cannot decode: {exc}")
+            if "encoding declaration" not in str(exc):
+                return SourceText(error=f"cannot decode: {exc}")
+            encoding = "utf-8"  # undecodable bytes in the first two lines: say so below
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:

@@ -12,7 +12,8 @@ ALL = frozenset()  # an empty set means every rule
 def suppressions(text: str) -> dict:
     """line -> frozenset of suppressed codes (ALL for a bare marker). Only lines with a marker."""
     found: dict = {}
-    if "noqa" not in text and "acclint" not in text:
+    lowered = text.lower()
+    if "noqa" not in lowered and "acclint" not in lowered:
         return found
     for number, line in enumerate(text.splitlines(), start=1):
         if "#" not in line:

@@ -1,0 +1,49 @@
+"""Runtime companion: step-0 fingerprints and parity verdicts across PyTorch, torch_npu and MindSpore.
+
+    from acclint.runtime import capture, transfer_weights, compare, load
+    fp = capture(model, optimizer, loss_fn, batch)   # one real step, rolled back by default
+    fp.save("npu.json")
+    result = compare(load("gpu.json"), load("npu.json"))
+
+Neither torch nor MindSpore is imported here: each is imported only when a model of it is handled.
+"""
+
+from acclint.runtime_checks.capture import capture
+from acclint.runtime_checks.compare import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    DEFAULT_UPDATE_RTOL,
+    ComparisonResult,
+    assert_parity,
+    compare,
+)
+from acclint.runtime_checks.distributed import RankConsistency, check_rank_consistency
+from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.fingerprint import Fingerprint, load
+from acclint.runtime_checks.mismatch import KINDS, Mismatch
+from acclint.runtime_checks.names import NameMapping, load_mapping
+from acclint.runtime_checks.probe import Probe
+from acclint.runtime_checks.transfer import TransferReport, transfer_weights
+
+__all__ = [
+    "DEFAULT_ATOL",
+    "DEFAULT_RTOL",
+    "DEFAULT_UPDATE_RTOL",
+    "KINDS",
+    "ComparisonResult",
+    "Fingerprint",
+    "FingerprintError",
+    "Mismatch",
+    "NameMapping",
+    "NonFiniteLossError",
+    "Probe",
+    "RankConsistency",
+    "TransferReport",
+    "assert_parity",
+    "capture",
+    "check_rank_consistency",
+    "compare",
+    "load",
+    "load_mapping",
+    "transfer_weights",
+]

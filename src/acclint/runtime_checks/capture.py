@@ -1,0 +1,137 @@
+"""capture(): one real training step, recorded; framework-neutral orchestration over an adapter.
+
+By default the step is rolled back: parameters, running statistics, optimizer state, gradients
+and the RNG are put back as they were, so the user's training run after `capture` is the run
+they would have had without it. `keep_step=True` keeps the step instead (the model then stands
+after one update, as after a normal training step; the extra evaluation forward leaves no trace).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from acclint.runtime_checks.distributed import rank_info
+from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord
+from acclint.runtime_checks.frameworks import adapter_for
+from acclint.runtime_checks.records import NamedTensor, global_norm, require_finite, tensor_records
+
+
+def capture(
+    model: Any,
+    optimizer: Any,
+    loss_fn: Callable[[Any, Any], Any],
+    batch: Any,
+    *,
+    keep_step: bool = False,
+    clip_grad_norm: float | None = None,
+    keep_tensors: bool = False,
+) -> Fingerprint:
+    """Run exactly one training step of `model` on `batch` and record its fingerprint.
+
+    loss_fn(model, batch) must return a scalar loss tensor. `clip_grad_norm` clips the gradients
+    before the step, as a loop with gradient clipping would. `keep_tensors` keeps full copies of
+    the initial tensors, written to a side .npz by `Fingerprint.save`.
+    """
+    if optimizer is None:
+        raise FingerprintError("capture needs the optimizer that trains the model (for a loop it cannot drive, use Probe)")
+    adapter = adapter_for(model, optimizer)
+    params, state = adapter.named_params(), adapter.named_state()
+    check_optimizer_holds_model(adapter, params, state)
+    fingerprint = describe(adapter, "capture", params, state, keep_tensors)
+    if clip_grad_norm is not None:
+        fingerprint.optimizer.extra["clip-grad"] = float(clip_grad_norm)
+    try:
+        fingerprint.step = _one_step(adapter, loss_fn, batch, params, keep_step, clip_grad_norm)
+    except NonFiniteLossError as error:
+        error.fingerprint = fingerprint
+        raise
+    after = fingerprint.step.loss_after_step
+    require_finite(
+        after,
+        "loss after one optimizer step",
+        f"the step-0 loss {fingerprint.step.loss!r} was finite, so the update itself diverged "
+        "(look at lr, eps, loss scaling, gradient clipping)",
+        fingerprint,
+    )
+    return fingerprint
+
+
+def describe(adapter: Any, source: str, params: list[NamedTensor], state: list[NamedTensor], keep_tensors: bool) -> Fingerprint:
+    """Everything recorded before the step: tensors, mode, optimizer, environment, rank."""
+    kept: dict[str, Any] | None = {} if keep_tensors else None
+    names = {adapter.key(item.tensor): item.name for item in params}
+    rank, world_size = rank_info(adapter.framework)
+    return Fingerprint(
+        framework=adapter.framework,
+        source=source,
+        model=adapter.model_class,
+        device=adapter.device,
+        training=adapter.training(),
+        params=tensor_records(params, adapter.to_host, kept),
+        state=tensor_records(state, adapter.to_host, kept),
+        optimizer=None if adapter.optimizer is None else adapter.optimizer_record(names),
+        step=None,
+        env=adapter.environment(),
+        rank=rank,
+        world_size=world_size,
+        tensors=kept,
+    )
+
+
+def check_optimizer_holds_model(adapter: Any, params: list[NamedTensor], state: list[NamedTensor]) -> None:
+    held = adapter.optimizer_param_keys()
+    in_model = {adapter.key(item.tensor) for item in params + state}
+    foreign = [key for key in held if key not in in_model]
+    if foreign:
+        raise FingerprintError(
+            f"the optimizer holds {len(foreign)} parameter(s) that are not in the model: was it built for "
+            "another instance of the model (before a deepcopy, or before the parameters were replaced)?"
+        )
+    trainable = {adapter.key(item.tensor) for item in params if item.trainable}
+    if not trainable & set(held):
+        raise FingerprintError("the optimizer holds none of the model's trainable parameters")
+
+
+def _one_step(
+    adapter: Any,
+    loss_fn: Callable,
+    batch: Any,
+    params: list[NamedTensor],
+    keep_step: bool,
+    clip_grad_norm: float | None,
+) -> StepRecord:
+    trainable = [item for item in params if item.trainable]
+    names = {adapter.key(item.tensor): item.name for item in params}
+    before = adapter.snapshot(adapter.all_tensors(), with_optimizer=True)
+    rng_before = adapter.rng_state()
+    kept = None
+    try:
+        loss, pending = adapter.forward_for_grad(loss_fn, batch)
+        require_finite(loss, "step-0 loss", "fix the run (data, initialisation, loss function) before comparing")
+        grads = adapter.gradients(pending)
+        grad_norms = {names[key]: norm for key, norm in adapter.norms(grads).items() if key in names}
+        if clip_grad_norm is not None:
+            grads = adapter.clip(grads, clip_grad_norm)
+        adapter.optimizer_step(grads)
+        update_norms = adapter.diff_norms([item.tensor for item in trainable], before)
+        if keep_step:
+            kept = (adapter.snapshot(adapter.buffers(), with_optimizer=False), adapter.rng_state())
+        adapter.set_rng_state(rng_before)  # the evaluation forward sees the step-0 dropout masks
+        loss_after = adapter.evaluate(loss_fn, batch)
+    finally:
+        if kept is not None:
+            adapter.restore(kept[0])  # undo the running-stat update of the evaluation forward only
+            adapter.set_rng_state(kept[1])
+        else:
+            adapter.restore(before)
+            adapter.set_rng_state(rng_before)
+    return StepRecord(
+        loss=loss,
+        grad_norm=global_norm(grad_norms.values()),
+        grad_norms=grad_norms,
+        loss_after_step=loss_after,
+        after_step_batch="same",
+        update_norms={names[key]: norm for key, norm in update_norms.items()},
+        step_kept=keep_step,
+    )

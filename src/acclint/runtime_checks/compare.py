@@ -1,0 +1,583 @@
+"""compare(): every difference between two fingerprints, stage by stage in the guides' order.
+
+A later stage is not compared when a stage it depends on already differs (different weights
+make every loss differ; that is one problem, not three). The verdict says which stage was
+skipped and why, so the first reported difference is the one to fix first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord, load
+from acclint.runtime_checks.mismatch import Mismatch
+from acclint.runtime_checks.names import NameMapping, close_matches, load_mapping
+from acclint.runtime_checks.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
+
+# Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
+DEFAULT_RTOL = 1e-5
+DEFAULT_ATOL = 1e-6
+# Update norms after one step of an adaptive optimizer are noisier: Adam's first step divides each
+# gradient by its own magnitude (amplifying float32 noise), and MindSpore's Adam applies eps after
+# bias correction, which alone moves step-1 updates by ~1e-4 relative. Real optimizer differences
+# (bias correction, lr scaling, unscaled loss scale, decoupled vs L2 decay) are far larger.
+DEFAULT_UPDATE_RTOL = 1e-3
+
+# (stage id, title) in the order the migration guides check parity.
+STAGES = (
+    ("count", "parameter count"),
+    ("names", "names and shapes"),
+    ("frozen", "frozen parameters"),
+    ("optimizer", "optimizer"),
+    ("weights", "initial weights"),
+    ("mode", "training mode"),
+    ("loss", "step-0 loss"),
+    ("grads", "gradients"),
+    ("update", "after one update"),
+    ("env", "environment"),
+)
+TITLES = dict(STAGES)
+
+# A stage is compared only when none of these stages reported a difference.
+PREREQUISITES = {
+    "weights": ("count", "names"),
+    "loss": ("count", "names", "weights", "mode"),
+    "grads": ("count", "names", "frozen", "weights", "mode", "loss"),
+    "update": ("count", "names", "frozen", "optimizer", "weights", "mode", "loss", "grads"),
+}
+
+# Why two normalised optimizer types differ, when it is a known migration trap.
+OPTIMIZER_TYPE_NOTES = {
+    frozenset({"adamw", "adamw-no-bias-correction"}): (
+        "MindSpore nn.AdamWeightDecay applies no bias correction (and defaults to eps 1e-6, weight decay 0.0); "
+        "torch AdamW does; mindspore.experimental.optim.AdamW matches torch AdamW"
+    ),
+    frozenset({"adam", "adamw"}): "Adam adds weight decay to the gradient (L2); AdamW decays the weights directly",
+    frozenset({"rmsprop", "rmsprop-eps-in-sqrt"}): "MindSpore RMSProp adds eps inside the square root, torch outside",
+}
+
+TRAIN_MODE_HINTS = {
+    "mindspore": "MindSpore cells start in inference mode: call net.set_train() before training",
+    "torch": "model.eval() is in force: call model.train() before training",
+}
+
+
+@dataclass
+class StageOutcome:
+    stage: str
+    mismatches: list[Mismatch] = field(default_factory=list)
+    summary: str = ""
+    skipped: str | None = None
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.stage]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.mismatches)
+
+
+@dataclass
+class ComparisonResult:
+    left: Fingerprint
+    right: Fingerprint
+    stages: list[StageOutcome]
+    rtol: float
+    atol: float
+    update_rtol: float = DEFAULT_UPDATE_RTOL
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    @property
+    def mismatches(self) -> list[Mismatch]:
+        return [m for outcome in self.stages for m in outcome.mismatches]
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        return {o.stage: o.skipped for o in self.stages if o.skipped}
+
+    def kinds(self) -> set[str]:
+        return {m.kind for m in self.mismatches}
+
+    def to_dict(self) -> dict[str, Any]:
+        from acclint.runtime_checks.fingerprint import _encode_non_finite
+
+        return _encode_non_finite(
+            {"version": FORMAT_VERSION, "ok": self.ok, "mismatches": [m.to_dict() for m in self.mismatches]}
+        )
+
+    def verdict(self) -> str:
+        from acclint.runtime_checks.verdict import render_text
+
+        return render_text(self)
+
+    def __str__(self) -> str:
+        return self.verdict()
+
+
+def compare(
+    left: "Fingerprint | str | Path",
+    right: "Fingerprint | str | Path",
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    update_rtol: float = DEFAULT_UPDATE_RTOL,
+    mapping: "NameMapping | Mapping[str, Any] | str | Path | None" = None,
+) -> ComparisonResult:
+    """Compare two fingerprints (objects or file paths). FingerprintError when they cannot be compared.
+
+    Losses and gradient norms match when |a - b| <= atol + rtol * max(|a|, |b|); update norms use
+    update_rtol instead of rtol. Hyperparameters always use float32 resolution (1e-6 relative).
+    """
+    left, right = (side if isinstance(side, Fingerprint) else load(side) for side in (left, right))
+    if not all(value >= 0 for value in (rtol, atol, update_rtol)):
+        raise FingerprintError(
+            f"tolerances must be non-negative numbers, got rtol={rtol}, atol={atol}, update_rtol={update_rtol}"
+        )
+    if left.version != right.version:
+        raise FingerprintError(
+            f"fingerprint versions differ ({left.version} vs {right.version}); capture both sides with the same acclint"
+        )
+    for label, fingerprint in (("left", left), ("right", right)):
+        _require_finite_losses(label, fingerprint)
+    rules = load_mapping(mapping)
+    comparer = _Comparer(_Side(left, "left", rules), _Side(right, "right", rules), rtol, atol, update_rtol)
+    return ComparisonResult(left, right, comparer.run(), rtol, atol, update_rtol)
+
+
+def assert_parity(
+    left: "Fingerprint | str | Path", right: "Fingerprint | str | Path", **options: Any
+) -> ComparisonResult:
+    """For pytest: AssertionError carrying the verdict when the fingerprints differ."""
+    result = compare(left, right, **options)
+    if not result.ok:
+        raise AssertionError(result.verdict())
+    return result
+
+
+def _require_finite_losses(label: str, fingerprint: Fingerprint) -> None:
+    step = fingerprint.step
+    if step is None:
+        return
+    for what, value in (("step-0 loss", step.loss), ("loss after one update", step.loss_after_step)):
+        if value is not None and not math.isfinite(value):
+            kind = "NaN" if math.isnan(value) else "infinite"
+            where = fingerprint.path or label
+            raise NonFiniteLossError(
+                f"the {label} fingerprint ({where}) records a {kind} {what}: that run is broken, "
+                "not a tolerance away from the other; fix it before comparing"
+            )
+
+
+class _Side:
+    """One fingerprint with the user mapping applied to every name."""
+
+    def __init__(self, fingerprint: Fingerprint, label: str, rules: NameMapping) -> None:
+        self.fp = fingerprint
+        self.label = label
+        self.rename: dict[str, str] = {}
+        self.params = self._index(fingerprint.params, rules)
+        self.state = self._index(fingerprint.state, rules)
+        step = fingerprint.step
+        self.grad_norms = self._renamed(step.grad_norms) if step else {}
+        self.update_norms = self._renamed(step.update_norms) if step else {}
+        self.groups: list[OptimizerGroup] = []
+        if fingerprint.optimizer is not None:
+            renamed = [
+                OptimizerGroup(g.hparams, [self.rename[n] for n in g.params if n in self.rename])
+                for g in fingerprint.optimizer.groups
+            ]
+            self.groups = merge_equal_groups(renamed)
+
+    def _index(self, records: list[TensorRecord], rules: NameMapping) -> dict[str, TensorRecord]:
+        index: dict[str, TensorRecord] = {}
+        for record in records:
+            name = rules.common_name(record.native_name, record.module, record.name)
+            if rules.ignored(name):
+                continue
+            if name in index:
+                raise FingerprintError(
+                    f"in the {self.label} fingerprint, {index[name].native_name} and {record.native_name} "
+                    f"both map to {name!r}; fix the mapping"
+                )
+            index[name] = record
+            self.rename[record.name] = name
+        return index
+
+    def _renamed(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {self.rename[name]: value for name, value in values.items() if name in self.rename}
+
+    def count(self) -> tuple[int, int]:
+        total = sum(r.numel for r in self.params.values())
+        return total, sum(r.numel for r in self.params.values() if r.trainable)
+
+    def group_of(self, name: str) -> OptimizerGroup | None:
+        return next((g for g in self.groups if name in g.params), None)
+
+
+class _Comparer:
+    def __init__(self, left: _Side, right: _Side, rtol: float, atol: float, update_rtol: float) -> None:
+        self.left, self.right = left, right
+        self.rtol, self.atol, self.update_rtol = rtol, atol, update_rtol
+        self.common = [n for n in left.params if n in right.params]
+        self.common_state = [n for n in left.state if n in right.state]
+
+    def run(self) -> list[StageOutcome]:
+        checks: dict[str, Callable[[StageOutcome], None]] = {
+            "count": self.check_count,
+            "names": self.check_names,
+            "frozen": self.check_frozen,
+            "optimizer": self.check_optimizer,
+            "weights": self.check_weights,
+            "mode": self.check_mode,
+            "loss": self.check_loss,
+            "grads": self.check_grads,
+            "update": self.check_update,
+            "env": self.check_env,
+        }
+        outcomes: dict[str, StageOutcome] = {}
+        for stage, _title in STAGES:
+            outcome = StageOutcome(stage)
+            blocked = [TITLES[p] for p in PREREQUISITES.get(stage, ()) if outcomes[p].failed]
+            if blocked:
+                outcome.skipped = f"not compared: {', '.join(blocked)} {'differs' if len(blocked) == 1 else 'differ'}"
+            else:
+                checks[stage](outcome)
+            for mismatch in outcome.mismatches:
+                mismatch.stage = stage
+            outcomes[stage] = outcome
+        return list(outcomes.values())
+
+    # ------------------------------------------------------------------ helpers
+    def close(self, a: float, b: float, rtol: float | None = None) -> bool:
+        return abs(a - b) <= self.atol + (self.rtol if rtol is None else rtol) * max(abs(a), abs(b))
+
+    def numbers(
+        self, kind: str, name: str, a: float | None, b: float | None, what: str, rtol: float | None = None
+    ) -> Mismatch | None:
+        """A mismatch when two recorded numbers differ beyond tolerance (non-finite: its own message)."""
+        a = 0.0 if a is None else a
+        b = 0.0 if b is None else b
+        bad = [f"{side} {what} is {_nonfinite(v)}" for side, v in (("left", a), ("right", b)) if not math.isfinite(v)]
+        if bad:
+            if len(bad) == 2 and _nonfinite(a) == _nonfinite(b):
+                bad = [f"{what} is {_nonfinite(a)} on both sides"]
+            return Mismatch(kind, name, a, b, "; ".join(bad) + " (not a tolerance question)")
+        if self.close(a, b, rtol):
+            return None
+        rel = abs(a - b) / max(abs(a), abs(b))
+        return Mismatch(kind, name, a, b, f"{what} {a:.8g} vs {b:.8g} (relative difference {rel:.2e})")
+
+    # ------------------------------------------------------------------ 1. parameter count
+    def check_count(self, outcome: StageOutcome) -> None:
+        (lt, ltr), (rt, rtr) = self.left.count(), self.right.count()
+        outcome.summary = f"{lt:,} parameters, {ltr:,} trainable"
+        if lt != rt:
+            outcome.mismatches.append(Mismatch(
+                "param-count", "all", lt, rt,
+                f"{lt:,} parameters on the left, {rt:,} on the right ({ltr:,} vs {rtr:,} trainable)",
+            ))
+            return
+        # A trainable-count difference that matched parameters' frozen flags explain is reported under "frozen".
+        explained = sum(
+            self.left.params[n].numel * (int(self.left.params[n].trainable) - int(self.right.params[n].trainable))
+            for n in self.common
+        )
+        if ltr - rtr != explained:
+            outcome.mismatches.append(Mismatch(
+                "param-count", "trainable", ltr, rtr, f"{ltr:,} trainable parameters on the left, {rtr:,} on the right",
+            ))
+        elif ltr != rtr:
+            outcome.summary = f"{lt:,} parameters ({ltr:,} vs {rtr:,} trainable: see frozen parameters)"
+
+    # ------------------------------------------------------------------ 2. names and shapes
+    def check_names(self, outcome: StageOutcome) -> None:
+        for what, left, right in (("parameter", self.left.params, self.right.params),
+                                  ("state tensor", self.left.state, self.right.state)):
+            only_left = [n for n in left if n not in right]
+            only_right = [n for n in right if n not in left]
+            for names, here, there, side, other in ((only_left, left, right, "left", only_right),
+                                                     (only_right, right, left, "right", only_left)):
+                for name in names:
+                    record = here[name]
+                    near = close_matches(name, other)
+                    hint = f"; the other side has {' or '.join(near)} (add a mapping?)" if near else ""
+                    shape = list(record.shape)
+                    outcome.mismatches.append(Mismatch(
+                        "param-missing", name,
+                        shape if side == "left" else None, shape if side == "right" else None,
+                        f"{what} {record.native_name} {shape} exists only on the {side}{hint}",
+                    ))
+            for name in (n for n in left if n in right):
+                a, b = left[name], right[name]
+                if a.shape != b.shape:
+                    outcome.mismatches.append(Mismatch(
+                        "param-shape", name, a.shape, b.shape, f"{what} shape {a.shape} on the left, {b.shape} on the right",
+                    ))
+                elif a.dtype != b.dtype:
+                    outcome.mismatches.append(Mismatch(
+                        "param-shape", name, a.dtype, b.dtype, f"{what} dtype {a.dtype} on the left, {b.dtype} on the right",
+                    ))
+        if not self.common and self.left.params and self.right.params:
+            outcome.summary = "no parameter names in common: is a mapping file needed?"
+        else:
+            outcome.summary = f"{len(self.common)} parameters and {len(self.common_state)} state tensors matched by name"
+
+    # ------------------------------------------------------------------ 3. frozen
+    def check_frozen(self, outcome: StageOutcome) -> None:
+        for name in self.common:
+            a, b = self.left.params[name].trainable, self.right.params[name].trainable
+            if a != b:
+                outcome.mismatches.append(Mismatch(
+                    "frozen", name, not a, not b,
+                    f"{name} is {'trainable' if a else 'frozen'} on the left, {'trainable' if b else 'frozen'} on the right",
+                ))
+        frozen = sum(1 for n in self.common if not self.left.params[n].trainable)
+        outcome.summary = f"{frozen} frozen" if frozen else "none frozen"
+
+    # ------------------------------------------------------------------ 4. optimizer
+    def check_optimizer(self, outcome: StageOutcome) -> None:
+        lo, ro = self.left.fp.optimizer, self.right.fp.optimizer
+        if lo is None or ro is None:
+            outcome.skipped = f"not compared: no optimizer recorded on the {'left' if lo is None else 'right'}"
+            return
+        same_type = lo.type == ro.type
+        if not same_type:
+            note = OPTIMIZER_TYPE_NOTES.get(frozenset({lo.type, ro.type}))
+            outcome.mismatches.append(Mismatch(
+                "optimizer-type", "type", lo.type, ro.type,
+                f"{lo.native_type} ({lo.type}) on the left, {ro.native_type} ({ro.type}) on the right"
+                + (f": {note}" if note else ""),
+            ))
+        shared = [n for n in self.common if self.left.params[n].trainable and self.right.params[n].trainable]
+        if self._check_groups(outcome, shared):
+            self._check_hparams(outcome, shared, same_type)
+        self._check_extra(outcome, lo.extra, ro.extra)
+        if not outcome.mismatches:
+            outcome.summary = f"{lo.type}, {len(self.left.groups)} group(s)"
+
+    def _blocks(self, side: _Side, shared: list[str]) -> set[tuple[int, frozenset[str]]]:
+        held = {n for g in side.groups for n in g.params}
+        blocks = {(1, frozenset(n for n in g.params if n in shared)) for g in side.groups}
+        blocks.add((0, frozenset(n for n in shared if n not in held)))  # trainable but not in the optimizer
+        return {block for block in blocks if block[1]}
+
+    def _check_groups(self, outcome: StageOutcome, shared: list[str]) -> bool:
+        if self._blocks(self.left, shared) == self._blocks(self.right, shared):
+            return True
+        differing = []
+        for name in shared:
+            lg, rg = self.left.group_of(name), self.right.group_of(name)
+            lh = "not in the optimizer" if lg is None else _diff_hparams(lg.hparams, rg.hparams if rg else {}, True)
+            rh = "not in the optimizer" if rg is None else _diff_hparams(rg.hparams, lg.hparams if lg else {}, True)
+            if lh != rh:
+                differing.append(f"{name} ({lh} vs {rh})")
+        shown = "; ".join(differing[:5]) + (f"; ... {len(differing) - 5} more" if len(differing) > 5 else "")
+        outcome.mismatches.append(Mismatch(
+            "optimizer-group", "groups", len(self.left.groups), len(self.right.groups),
+            f"parameters are grouped differently ({len(self.left.groups)} group(s) with distinct settings on the left, "
+            f"{len(self.right.groups)} on the right): {shown}",
+        ))
+        return False
+
+    def _check_hparams(self, outcome: StageOutcome, shared: list[str], same_type: bool) -> None:
+        pairs = []
+        for group in self.left.groups:
+            members = [n for n in group.params if n in shared]
+            partner = self.right.group_of(members[0]) if members else None
+            if partner is not None:
+                pairs.append((group, partner, members))
+        findings: dict[str, list[tuple[Any, Any, list[str]]]] = {}
+        for lg, rg, members in pairs:
+            keys = (set(lg.hparams) | set(rg.hparams)) if same_type else (set(lg.hparams) & set(rg.hparams))
+            for key in sorted(keys):
+                a, b = lg.hparams.get(key, NEUTRAL_HPARAMS.get(key)), rg.hparams.get(key, NEUTRAL_HPARAMS.get(key))
+                if not values_equal(a, b):
+                    findings.setdefault(key, []).append((a, b, members))
+        for key, found in findings.items():
+            uniform = len(found) == len(pairs) and all(values_equal(f[0], found[0][0]) and values_equal(f[1], found[0][1]) for f in found)
+            if uniform:
+                a, b, _ = found[0]
+                scope = "" if len(pairs) == 1 else f" in all {len(pairs)} groups"
+                outcome.mismatches.append(Mismatch("optimizer-hparam", key, a, b, f"{key} is {a} on the left, {b} on the right{scope}"))
+                continue
+            for a, b, members in found:
+                listed = ", ".join(members[:3]) + (", ..." if len(members) > 3 else "")
+                outcome.mismatches.append(Mismatch(
+                    "optimizer-hparam", key, a, b, f"{key} is {a} on the left, {b} on the right for the group of {listed}",
+                ))
+
+    def _check_extra(self, outcome: StageOutcome, left: Mapping[str, Any], right: Mapping[str, Any]) -> None:
+        for key in sorted(set(left) | set(right)):
+            a, b = left.get(key), right.get(key)
+            if a is None or b is None or not values_equal(a, b):
+                if a is None and b is None:
+                    continue
+                outcome.mismatches.append(Mismatch(
+                    "optimizer-hparam", key, a, b,
+                    f"{key} is {'off' if a is None else a} on the left, {'off' if b is None else b} on the right",
+                ))
+
+    # ------------------------------------------------------------------ 5. initial weights
+    def check_weights(self, outcome: StageOutcome) -> None:
+        left_tensors = self.left.fp.load_tensors()
+        right_tensors = self.right.fp.load_tensors()
+        checked = 0
+        for what, left, right, names in (("parameter", self.left.params, self.right.params, self.common),
+                                         ("state", self.left.state, self.right.state, self.common_state)):
+            for name in names:
+                a, b = left[name], right[name]
+                if a.shape != b.shape:
+                    continue
+                checked += 1
+                if a.sha256 == b.sha256:
+                    continue
+                detail = _max_abs_difference(left_tensors, right_tensors, a.name, b.name)
+                outcome.mismatches.append(Mismatch(
+                    "init-weights", name, _stats_view(a), _stats_view(b),
+                    f"{what} {name} starts from different values: norm {a.stats['norm']:.6g} vs {b.stats['norm']:.6g}, "
+                    f"mean {a.stats['mean']:.4g} vs {b.stats['mean']:.4g}{detail}",
+                ))
+        outcome.summary = f"all {checked} tensors identical"
+
+    # ------------------------------------------------------------------ 6. training mode
+    def check_mode(self, outcome: StageOutcome) -> None:
+        a, b = self.left.fp.training, self.right.fp.training
+        outcome.summary = "train" if a else "inference"
+        if a != b:
+            side = self.left if not a else self.right
+            hint = TRAIN_MODE_HINTS.get(side.fp.framework, "")
+            outcome.mismatches.append(Mismatch(
+                "train-mode", "training", a, b,
+                f"the {side.label} model is in inference mode, the other in training mode"
+                f" (dropout and BatchNorm behave differently){': ' + hint if hint else ''}",
+            ))
+
+    # ------------------------------------------------------------------ 7. step-0 loss
+    def check_loss(self, outcome: StageOutcome) -> None:
+        ls, rs = self.left.fp.step, self.right.fp.step
+        if ls is None or rs is None:
+            outcome.skipped = f"not compared: no step recorded on the {'left' if ls is None else 'right'}"
+            return
+        found = self.numbers("loss", "loss", ls.loss, rs.loss, "step-0 loss")
+        if found:
+            outcome.mismatches.append(found)
+        outcome.summary = f"{ls.loss:.8g} vs {rs.loss:.8g}"
+
+    # ------------------------------------------------------------------ 8. gradients
+    def check_grads(self, outcome: StageOutcome) -> None:
+        lg, rg = self.left.grad_norms, self.right.grad_norms
+        if not lg or not rg:
+            side = "left" if not lg else "right"
+            outcome.skipped = f"not compared: no gradients recorded on the {side}"
+            return
+        names = [n for n in self.common if n in lg and n in rg]
+        total_l = math.sqrt(sum((lg[n] or 0.0) ** 2 for n in names))
+        total_r = math.sqrt(sum((rg[n] or 0.0) ** 2 for n in names))
+        found = self.numbers("grad-norm", "global", total_l, total_r, "global gradient norm")
+        if found:
+            outcome.mismatches.append(found)
+        # Backward runs from the loss to the inputs: the first parameter that differs in that order
+        # (the last in registration order) is nearest to the cause.
+        per_param = [m for n in reversed(names) if (m := self.numbers("grad-norm", n, lg[n], rg[n], f"gradient norm of {n}"))]
+        if per_param:
+            per_param[0].message = f"first diverging parameter (backward order): {per_param[0].message}"
+        outcome.mismatches.extend(per_param)
+        outcome.summary = f"global norm {total_l:.8g} vs {total_r:.8g} over {len(names)} parameters"
+
+    # ------------------------------------------------------------------ 9. after one update
+    def check_update(self, outcome: StageOutcome) -> None:
+        ls, rs = self.left.fp.step, self.right.fp.step
+        if ls is None or rs is None:
+            outcome.skipped = "not compared: no step recorded"
+            return
+        compared, notes = [], []
+        if ls.loss_after_step is None or rs.loss_after_step is None:
+            notes.append("loss after the update not recorded on both sides")
+        elif ls.after_step_batch != rs.after_step_batch:
+            notes.append("the losses after the update are on different batches (capture vs probe)")
+        else:
+            compared.append(f"loss {ls.loss_after_step:.8g} vs {rs.loss_after_step:.8g}")
+            found = self.numbers("loss", "loss-after-step", ls.loss_after_step, rs.loss_after_step, "loss after one update")
+            if found:
+                outcome.mismatches.append(found)
+        lu, ru = self.left.update_norms, self.right.update_norms
+        names = [n for n in self.common if n in lu and n in ru]
+        noise = self._noise_level_gradients()
+        names_compared = [n for n in names if n not in noise]
+        if names:
+            skipped = len(names) - len(names_compared)
+            compared.append(f"update norms of {len(names_compared)} parameters"
+                            + (f" ({skipped} with noise-level gradients left out)" if skipped else ""))
+            for name in names_compared:
+                found = self.numbers("update", name, lu[name], ru[name], f"update norm of {name}", self.update_rtol)
+                if found:
+                    outcome.mismatches.append(found)
+        else:
+            notes.append("update norms not recorded on both sides")
+        if not compared:
+            outcome.skipped = "not compared: " + "; ".join(notes)
+        else:
+            outcome.summary = ", ".join(compared) + (f" ({'; '.join(notes)})" if notes else "")
+
+    def _noise_level_gradients(self) -> set[str]:
+        """Parameters whose gradient is zero within tolerance on both sides (e.g. a bias followed by
+        BatchNorm): an adaptive optimizer turns that noise into a full-size, meaningless update."""
+        lg, rg = self.left.grad_norms, self.right.grad_norms
+        names = [n for n in self.common if n in lg and n in rg]
+        if not names:
+            return set()
+        total = max(math.sqrt(sum((g[n] or 0.0) ** 2 for n in names)) for g in (lg, rg))
+        floor = self.atol + self.rtol * total
+        return {n for n in names if (lg[n] or 0.0) <= floor and (rg[n] or 0.0) <= floor}
+
+    # ------------------------------------------------------------------ 10. environment
+    def check_env(self, outcome: StageOutcome) -> None:
+        le, re_ = self.left.fp.env, self.right.fp.env
+        l_eff, r_eff = le.get("effective", {}), re_.get("effective", {})
+        for key in sorted(set(l_eff) & set(r_eff)):
+            a, b = l_eff[key], r_eff[key]
+            if a is not None and b is not None and a != b:
+                outcome.mismatches.append(Mismatch("env", key, a, b, f"{key} is {a} on the left, {b} on the right"))
+        # Seeds name the same random stream only within one framework.
+        if self.left.fp.framework == self.right.fp.framework:
+            a, b = le.get("seed"), re_.get("seed")
+            if a is not None and b is not None and a != b:
+                outcome.mismatches.append(Mismatch("env", "seed", a, b, f"seed {a} on the left, {b} on the right"))
+        lv, rv = le.get("versions", {}), re_.get("versions", {})
+        outcome.summary = " vs ".join(
+            f"{fp.framework} {versions.get(fp.framework, '?')}" for fp, versions in ((self.left.fp, lv), (self.right.fp, rv))
+        )
+
+
+def _nonfinite(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf") if math.isinf(value) else "finite"
+
+
+def _diff_hparams(mine: Mapping[str, Any], other: Mapping[str, Any], only_differences: bool) -> str:
+    keys = sorted(k for k in mine if not only_differences or not values_equal(mine[k], other.get(k, NEUTRAL_HPARAMS.get(k))))
+    return ", ".join(f"{k} {mine[k]}" for k in keys) or "same settings"
+
+
+def _stats_view(record: TensorRecord) -> dict[str, Any]:
+    view = {key: record.stats[key] for key in ("norm", "mean", "std", "min", "max") if key in record.stats}
+    view["sha256"] = record.sha256[:16]
+    return view
+
+
+def _max_abs_difference(left: Any, right: Any, left_name: str, right_name: str) -> str:
+    if not left or not right or left_name not in left or right_name not in right:
+        return ""
+    import numpy as np
+
+    a, b = left[left_name], right[right_name]
+    if a.shape != b.shape:
+        return ""
+    return f", max |difference| {float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))):.3g}"

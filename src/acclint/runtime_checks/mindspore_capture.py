@@ -1,0 +1,219 @@
+"""The MindSpore adapter: nn.Cell + nn.Optimizer (or mindspore.experimental.optim), PyNative mode.
+
+MindSpore keeps running statistics as Parameters with requires_grad=False and has no .grad:
+the step uses mindspore.value_and_grad over the optimizer's parameters, as its own tutorials do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from acclint.runtime_checks.environment import mindspore_environment
+from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.fingerprint import OptimizerRecord
+from acclint.runtime_checks.names import STATE_LEAVES, builtin_common_name, leaf
+from acclint.runtime_checks.optimizers import (
+    MINDSPORE_ATTRIBUTE_NAMES,
+    MINDSPORE_EXPERIMENTAL_TYPES,
+    MINDSPORE_OPTIMIZER_TYPES,
+    eps_name,
+    group_params_by_hparams,
+    plain_value,
+    torch_style_record,
+)
+from acclint.runtime_checks.records import NamedTensor, l2_norm, loss_value
+
+# Host-side dtypes numpy cannot hold; they are widened to float32 (exactly) before hashing.
+NARROW_FLOAT_DTYPES = frozenset({"bfloat16"})
+
+
+@dataclass
+class MindSporeSnapshot:
+    parameters: list[Any]
+    copies: dict[int, Any]
+
+
+class MindSporeAdapter:
+    framework = "mindspore"
+
+    def __init__(self, model: Any, optimizer: Any = None) -> None:
+        import mindspore
+
+        self.ms = mindspore
+        self.model = model
+        self.module = model
+        if optimizer is not None and not isinstance(optimizer, mindspore.nn.Cell):
+            raise FingerprintError(
+                "a MindSpore model needs a mindspore optimizer (nn.Optimizer or mindspore.experimental.optim), "
+                f"got {type(optimizer).__module__}.{type(optimizer).__name__}"
+            )
+        self.optimizer = optimizer
+        self._params, self._state = self._named_tensors()
+
+    # ------------------------------------------------------------------ description
+    @property
+    def model_class(self) -> str:
+        return type(self.model).__name__
+
+    @property
+    def device(self) -> str:
+        target = str(self.ms.get_context("device_target")).lower()
+        return target if target == "cpu" else f"{target}:{self.ms.get_context('device_id')}"
+
+    def key(self, tensor: Any) -> int:
+        return id(tensor)
+
+    def named_params(self) -> list[NamedTensor]:
+        return list(self._params)
+
+    def named_state(self) -> list[NamedTensor]:
+        return list(self._state)
+
+    def _named_tensors(self) -> tuple[list[NamedTensor], list[NamedTensor]]:
+        owners = dict(self.model.cells_and_names())
+        params, state = [], []
+        for name, parameter in self.model.parameters_and_names():
+            owner = owners.get(name.rpartition(".")[0], self.model)
+            classes = [cls.__name__ for cls in type(owner).__mro__]
+            common = builtin_common_name(self.framework, name, classes)
+            # Moving statistics are Parameters here but buffers in torch: state on both sides.
+            is_state = not parameter.requires_grad and leaf(common) in STATE_LEAVES
+            item = NamedTensor(
+                native_name=name,
+                name=common,
+                module=type(owner).__name__,
+                tensor=parameter,
+                trainable=bool(parameter.requires_grad) and not is_state,
+                shape=tuple(parameter.shape),
+                dtype=str(parameter.dtype).lower(),
+            )
+            (state if is_state else params).append(item)
+        return params, state
+
+    def training(self) -> bool:
+        return bool(self.model.training)
+
+    def buffers(self) -> list[Any]:
+        """Parameters a forward pass may change (moving statistics and other non-trainable ones)."""
+        return [p for p in self.model.get_parameters() if not p.requires_grad]
+
+    def all_tensors(self) -> list[Any]:
+        return list(self.model.get_parameters())
+
+    def to_host(self, tensor: Any) -> np.ndarray:
+        if str(tensor.dtype).lower() in NARROW_FLOAT_DTYPES:
+            tensor = tensor.astype(self.ms.float32)
+        return tensor.asnumpy()
+
+    def environment(self) -> dict[str, Any]:
+        return mindspore_environment(self.ms)
+
+    # ------------------------------------------------------------------ optimizer
+    def optimizer_param_keys(self) -> list[int]:
+        return [id(p) for p in self._weights()]
+
+    def optimizer_record(self, names: dict[int, str]) -> OptimizerRecord:
+        if hasattr(self.optimizer, "param_groups"):  # mindspore.experimental.optim mirrors torch.optim
+            return torch_style_record(self.optimizer, names, MINDSPORE_EXPERIMENTAL_TYPES, "mindspore")
+        return self._nn_optimizer_record(names)
+
+    def _nn_optimizer_record(self, names: dict[int, str]) -> OptimizerRecord:
+        # nn.* optimizers keep lr and weight decay per parameter and the rest as attributes;
+        # groups are rebuilt as "parameters with equal settings".
+        optimizer = self.optimizer
+        cls = type(optimizer)
+        optimizer_type = MINDSPORE_OPTIMIZER_TYPES.get(cls.__name__, f"mindspore:{cls.__name__}")
+        shared = {}
+        for attribute, name in MINDSPORE_ATTRIBUTE_NAMES.items():
+            value = getattr(optimizer, attribute, None)
+            if value is None or callable(value) and not hasattr(value, "asnumpy"):
+                continue
+            shared[eps_name(optimizer_type) if name == "eps" else name] = plain_value(value)
+        parameters = list(optimizer.parameters)
+        lrs = _per_parameter(optimizer.get_lr(), len(parameters))
+        weight_decays = _per_parameter(optimizer.get_weight_decay(), len(parameters))
+        per_param = [
+            (names[id(p)], {"lr": lr, "weight-decay": wd, **shared})
+            for p, lr, wd in zip(parameters, lrs, weight_decays)
+            if id(p) in names
+        ]
+        return OptimizerRecord(
+            type=optimizer_type,
+            native_type=f"{cls.__module__}.{cls.__qualname__}",
+            groups=group_params_by_hparams(per_param),
+        )
+
+    # ------------------------------------------------------------------ the step
+    def forward_for_grad(self, loss_fn: Callable, batch: Any) -> tuple[float, Any]:
+        weights = tuple(self._weights())
+        grad_fn = self.ms.value_and_grad(lambda: loss_fn(self.model, batch), None, weights)
+        loss, grads = grad_fn()
+        if not isinstance(loss, self.ms.Tensor):
+            raise FingerprintError(f"loss_fn must return the loss as a mindspore Tensor, got {type(loss).__name__}")
+        return loss_value(loss), dict(zip(self.optimizer_param_keys(), grads))
+
+    def _weights(self) -> list[Any]:
+        if hasattr(self.optimizer, "param_groups"):
+            return [p for group in self.optimizer.param_groups for p in group["params"]]
+        return list(self.optimizer.parameters)
+
+    def gradients(self, grads: dict[int, Any]) -> dict[int, Any]:
+        return grads  # value_and_grad already produced them
+
+    def clip(self, grads: dict[int, Any], max_norm: float) -> dict[int, Any]:
+        clipped = self.ms.ops.clip_by_global_norm(tuple(grads.values()), max_norm)
+        return dict(zip(grads.keys(), clipped))
+
+    def optimizer_step(self, grads: dict[int, Any]) -> None:
+        self.optimizer(tuple(grads[key] for key in self.optimizer_param_keys()))
+
+    def evaluate(self, loss_fn: Callable, batch: Any) -> float:
+        return loss_value(loss_fn(self.model, batch))
+
+    # ------------------------------------------------------------------ norms
+    def norms(self, tensors: dict[int, Any]) -> dict[int, float | None]:
+        return {key: None if t is None else l2_norm(self.to_host(t)) for key, t in tensors.items()}
+
+    def diff_norms(self, tensors: list[Any], snapshot: MindSporeSnapshot) -> dict[int, float]:
+        return {id(t): l2_norm(self.to_host(t) - self.to_host(snapshot.copies[id(t)])) for t in tensors}
+
+    # ------------------------------------------------------------------ snapshots and RNG
+    def snapshot(self, tensors: list[Any], with_optimizer: bool) -> MindSporeSnapshot:
+        # The optimizer is a Cell: its moments, step counter, beta powers and lr are Parameters too.
+        parameters = {id(p): p for p in tensors}
+        if with_optimizer and self.optimizer is not None:
+            parameters.update((id(p), p) for _, p in self.optimizer.parameters_and_names())
+        copies = {key: p.value().copy() for key, p in parameters.items()}
+        return MindSporeSnapshot(list(parameters.values()), copies)
+
+    def restore(self, snapshot: MindSporeSnapshot) -> None:
+        for parameter in snapshot.parameters:
+            parameter.set_data(snapshot.copies[id(parameter)])
+
+    def rng_state(self) -> Any:
+        return self.ms.get_rng_state()
+
+    def set_rng_state(self, state: Any) -> None:
+        self.ms.set_rng_state(state)
+
+    # ------------------------------------------------------------------ probe and transfer
+    def grad_order(self) -> list[int]:
+        if self.optimizer is not None:
+            return self.optimizer_param_keys()
+        return [id(item.tensor) for item in self._params if item.trainable]
+
+    def current_grads(self) -> dict[int, Any]:
+        return {}  # MindSpore keeps no gradients on the parameters: pass them to Probe.record
+
+    def write(self, tensor: Any, array: np.ndarray) -> None:
+        data = np.ascontiguousarray(array).reshape(tuple(tensor.shape))
+        tensor.set_data(self.ms.Tensor(data, dtype=tensor.dtype))
+
+
+def _per_parameter(value: Any, count: int) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [plain_value(item) for item in value]
+    return [plain_value(value)] * count

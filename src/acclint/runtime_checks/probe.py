@@ -1,0 +1,112 @@
+"""The manual probe, for loops capture() cannot drive (Megatron train_step, pipeline schedules).
+
+    probe = Probe(model, optimizer)          # before step 0: weights, optimizer, mode, environment
+    loss = train_step(...)                   # the user's own step 0
+    probe.record(0, loss)                    # torch: gradients read from .grad / .main_grad
+    probe.record(0, loss, grads=grads)       # MindSpore: pass the grads value_and_grad gave you
+    loss = train_step(...)                   # step 1 (next batch)
+    probe.record(1, loss)
+    probe.save("npu.json")
+
+Call record(0, ...) after the optimizer step but before gradients are zeroed. The step-1 loss
+is on the next batch, so it compares only with another probe fed the same data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from acclint.runtime_checks.capture import check_optimizer_holds_model, describe
+from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord
+from acclint.runtime_checks.frameworks import adapter_for
+from acclint.runtime_checks.records import global_norm, l2_norm, loss_value, require_finite
+
+
+class Probe:
+    def __init__(self, model: Any, optimizer: Any = None, *, track_updates: bool = True, keep_tensors: bool = False) -> None:
+        """Record the step-0 state now. `track_updates` keeps a host copy of the trainable weights
+        until record(0) so the per-parameter update norms can be measured."""
+        self._adapter = adapter_for(model, optimizer)
+        params, state = self._adapter.named_params(), self._adapter.named_state()
+        if optimizer is not None:
+            check_optimizer_holds_model(self._adapter, params, state)
+        self._params = params
+        self._trainable = [item for item in params if item.trainable]
+        self._fingerprint = describe(self._adapter, "probe", params, state, keep_tensors)
+        self._initial: dict[str, np.ndarray] | None = None
+        if track_updates:
+            self._initial = {item.name: np.array(self._adapter.to_host(item.tensor), copy=True) for item in self._trainable}
+        self._step: StepRecord | None = None
+
+    def record(self, step: int, loss: Any, grads: Any = None) -> None:
+        """Record the loss of step 0 or 1 (and at step 0 the gradients; see the module docstring)."""
+        value = loss_value(loss, "the recorded loss")
+        if step == 0:
+            self._step = StepRecord(
+                loss=value,
+                grad_norm=None,
+                grad_norms={},
+                loss_after_step=None,
+                after_step_batch="next",
+                update_norms=self._update_norms(),
+                step_kept=None,
+            )
+            self._step.grad_norms = self._grad_norms(grads)
+            self._step.grad_norm = global_norm(self._step.grad_norms.values()) if self._step.grad_norms else None
+            self._fingerprint.step = self._step
+            require_finite(value, "step-0 loss", "fix the run before comparing", self._fingerprint)
+        elif step == 1:
+            if self._step is None:
+                raise FingerprintError("record step 0 before step 1")
+            self._step.loss_after_step = value
+            require_finite(value, "step-1 loss", "the step-0 loss was finite, so the first update diverged", self._fingerprint)
+        else:
+            raise FingerprintError(f"the probe records steps 0 and 1, not step {step}")
+
+    def fingerprint(self) -> Fingerprint:
+        if self._step is None:
+            raise FingerprintError("nothing recorded yet: call probe.record(0, loss) after the first training step")
+        return self._fingerprint
+
+    def save(self, path: str | Path) -> Path:
+        return self.fingerprint().save(path)
+
+    # ------------------------------------------------------------------ helpers
+    def _update_norms(self) -> dict[str, float]:
+        if self._initial is None:
+            return {}
+        norms = {
+            item.name: l2_norm(self._adapter.to_host(item.tensor) - self._initial[item.name]) for item in self._trainable
+        }
+        self._initial = None  # the host copy is no longer needed
+        return norms
+
+    def _grad_norms(self, grads: Any) -> dict[str, float | None]:
+        adapter = self._adapter
+        by_key = {adapter.key(item.tensor): item for item in self._params}
+        if grads is None:
+            tensors = adapter.current_grads()
+        elif isinstance(grads, Mapping):
+            by_name = {n: adapter.key(item.tensor) for item in self._params for n in (item.name, item.native_name)}
+            unknown = [name for name in grads if name not in by_name]
+            if unknown:
+                raise FingerprintError(f"grads names not in the model: {unknown[:5]}")
+            tensors = {by_name[name]: tensor for name, tensor in grads.items()}
+        elif isinstance(grads, Sequence):
+            order = adapter.grad_order()
+            if len(grads) != len(order):
+                raise FingerprintError(
+                    f"got {len(grads)} gradients for {len(order)} parameters; pass them in the optimizer's "
+                    "parameter order (as value_and_grad returns them) or as a {name: grad} dict"
+                )
+            tensors = dict(zip(order, grads))
+        else:
+            raise FingerprintError(f"grads must be a sequence or a {{name: grad}} dict, got {type(grads).__name__}")
+        if all(t is None for t in tensors.values()):
+            return {}
+        return {by_key[key].name: norm for key, norm in adapter.norms(tensors).items() if key in by_key}

@@ -1,0 +1,156 @@
+"""Framework-neutral pieces shared by the torch and MindSpore paths.
+
+The framework adapters turn their tensors into host numpy arrays; everything that can be
+computed from those arrays (statistics, content hash, norms, scalar losses) lives here so
+both frameworks produce numbers the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.fingerprint import TensorRecord
+
+# Elements per chunk when accumulating in float64: bounds the temporary copy for large tensors.
+_CHUNK = 1 << 22
+
+
+@dataclass
+class NamedTensor:
+    """A framework tensor with its names; `tensor` is the live framework object."""
+
+    native_name: str
+    name: str  # common name (built-in mapping applied)
+    module: str  # owning module/cell class name
+    tensor: Any
+    trainable: bool
+    shape: tuple[int, ...]
+    dtype: str
+
+
+def summarize(array: np.ndarray) -> tuple[dict[str, float], str]:
+    """Statistics and the content hash of one tensor's values (as float32 when floating)."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if flat.dtype.kind == "f":
+        flat = flat.astype("<f4", copy=False)
+    digest = hashlib.sha256(memoryview(flat).cast("B")).hexdigest()
+    if flat.size == 0:
+        return {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "norm": 0.0}, digest
+    values = flat if flat.dtype.kind == "f" else flat.astype(np.float64)
+    mean = float(values.mean())
+    sum_sq = float(np.dot(values, values))
+    variance = max(sum_sq / values.size - mean * mean, 0.0)
+    stats = {
+        "mean": mean,
+        "std": math.sqrt(variance),
+        "min": float(values.min()),
+        "max": float(values.max()),
+        "norm": math.sqrt(sum_sq),
+    }
+    return stats, digest
+
+
+def tensor_records(
+    tensors: Sequence[NamedTensor], to_host: Callable[[Any], np.ndarray], keep: dict[str, np.ndarray] | None = None
+) -> list[TensorRecord]:
+    """Records for the tensors, hashed in parallel (hashlib and numpy release the GIL).
+
+    When `keep` is a dict, a private copy of each array is stored in it under the common name.
+    """
+
+    def record(item: NamedTensor, array: np.ndarray) -> TensorRecord:
+        stats, digest = summarize(array)
+        return TensorRecord(
+            name=item.name,
+            native_name=item.native_name,
+            module=item.module,
+            shape=list(item.shape),
+            dtype=item.dtype,
+            trainable=item.trainable,
+            numel=int(np.prod(item.shape, dtype=np.int64)),
+            stats=stats,
+            sha256=digest,
+        )
+
+    # Framework calls (to_host) stay on this thread; only the numpy/hashlib work is parallel.
+    # At most 2 x workers host arrays are alive at once, so a device model is not copied whole.
+    workers = max(1, min(os.cpu_count() or 1, 8))
+    records: list[TensorRecord] = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future] = deque()
+        for item in tensors:
+            array = to_host(item.tensor)
+            if keep is not None:
+                keep[item.name] = np.array(array, copy=True)
+            pending.append(pool.submit(record, item, array))
+            if len(pending) >= 2 * workers:
+                records.append(pending.popleft().result())
+        records.extend(future.result() for future in pending)
+    return records
+
+
+def l2_norm(array: np.ndarray) -> float:
+    """L2 norm accumulated in float64, chunked so large tensors need no full-size copy."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    total = 0.0
+    for start in range(0, flat.size, _CHUNK):
+        chunk = flat[start : start + _CHUNK].astype(np.float64)
+        total += float(np.dot(chunk, chunk))
+    return math.sqrt(total)
+
+
+def global_norm(norms: Iterable[float | None]) -> float:
+    return math.sqrt(sum(n * n for n in norms if n is not None))
+
+
+def loss_value(loss: Any, where: str = "loss_fn") -> float:
+    """A Python float from a scalar loss (0-d or single-element tensor, numpy scalar or number)."""
+    if isinstance(loss, bool):
+        raise FingerprintError(f"{where} returned a bool, not a loss")
+    if isinstance(loss, (int, float, np.floating, np.integer)):
+        return float(loss)
+    shape = getattr(loss, "shape", None)
+    if shape is None or not hasattr(loss, "item"):
+        raise FingerprintError(f"{where} must return a scalar loss tensor, got {type(loss).__name__}")
+    if int(np.prod(tuple(shape), dtype=np.int64)) != 1:
+        raise FingerprintError(
+            f"{where} must return a scalar loss, got a tensor of shape {list(shape)}; "
+            "reduce it first (e.g. .mean() or .sum())"
+        )
+    return float(loss.item())
+
+
+def require_finite(value: float | None, what: str, hint: str = "", fingerprint: Any = None) -> None:
+    """Raise NonFiniteLossError for NaN/inf; `what` names the loss (e.g. 'step-0 loss')."""
+    from acclint.runtime_checks.errors import NonFiniteLossError
+
+    if value is not None and not math.isfinite(value):
+        kind = "NaN" if math.isnan(value) else "infinite"
+        hint = hint or "there is nothing to compare until it is finite"
+        raise NonFiniteLossError(f"the {what} is {kind}; {hint}", fingerprint)
+
+
+def walk_tensors(obj: Any, is_tensor: Callable[[Any], bool], _depth: int = 0) -> Iterable[Any]:
+    """Tensors inside a batch made of tuples, lists, dicts and simple objects."""
+    if _depth > 6:
+        return
+    if is_tensor(obj):
+        yield obj
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from walk_tensors(value, is_tensor, _depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from walk_tensors(value, is_tensor, _depth + 1)
+    elif hasattr(obj, "__dict__") and not callable(obj):
+        for value in vars(obj).values():
+            yield from walk_tensors(value, is_tensor, _depth + 1)
