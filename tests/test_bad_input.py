@@ -302,8 +302,6 @@ def test_syntax_error_line_number(tmp_path, source, line):
     assert error["message"].startswith(f"syntax error at line {line}"), error["message"]
 
 
-
-
 @pytest.mark.parametrize("bad_line, first_line", [
     pytest.param(1, b'name = "caf\xe9"'),
     pytest.param(1, b"# caf\xe9: a comment"),
