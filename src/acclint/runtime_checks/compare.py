@@ -247,7 +247,7 @@ class _Comparer:
             outcome = StageOutcome(stage)
             blocked = [TITLES[p] for p in PREREQUISITES.get(stage, ()) if outcomes[p].failed]
             if blocked:
-                outcome.skipped = f"not compared: {', '.join(blocked)} {'differs' if len(blocked) == 1 else 'differ'}"
+                outcome.skipped = f"not compared: earlier difference in {', '.join(blocked)}"
             else:
                 checks[stage](outcome)
             for mismatch in outcome.mismatches:
@@ -406,12 +406,15 @@ class _Comparer:
             if uniform:
                 a, b, _ = found[0]
                 scope = "" if len(pairs) == 1 else f" in all {len(pairs)} groups"
-                outcome.mismatches.append(Mismatch("optimizer-hparam", key, a, b, f"{key} is {a} on the left, {b} on the right{scope}"))
+                outcome.mismatches.append(Mismatch(
+                    "optimizer-hparam", key, a, b, f"{key} is {_show(a)} on the left, {_show(b)} on the right{scope}",
+                ))
                 continue
             for a, b, members in found:
                 listed = ", ".join(members[:3]) + (", ..." if len(members) > 3 else "")
                 outcome.mismatches.append(Mismatch(
-                    "optimizer-hparam", key, a, b, f"{key} is {a} on the left, {b} on the right for the group of {listed}",
+                    "optimizer-hparam", key, a, b,
+                    f"{key} is {_show(a)} on the left, {_show(b)} on the right for the group of {listed}",
                 ))
 
     def _check_extra(self, outcome: StageOutcome, left: Mapping[str, Any], right: Mapping[str, Any]) -> None:
@@ -422,7 +425,7 @@ class _Comparer:
                     continue
                 outcome.mismatches.append(Mismatch(
                     "optimizer-hparam", key, a, b,
-                    f"{key} is {'off' if a is None else a} on the left, {'off' if b is None else b} on the right",
+                    f"{key} is {'off' if a is None else _show(a)} on the left, {'off' if b is None else _show(b)} on the right",
                 ))
 
     # ------------------------------------------------------------------ 5. initial weights
@@ -557,13 +560,20 @@ class _Comparer:
         )
 
 
+def _show(value: Any) -> str:
+    """Hyperparameters for people: float32-stored values print as what was meant (9.9999997e-07 -> 1e-06)."""
+    if isinstance(value, float):
+        return f"{value:.7g}"
+    return str(value)
+
+
 def _nonfinite(value: float) -> str:
     return "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf") if math.isinf(value) else "finite"
 
 
 def _diff_hparams(mine: Mapping[str, Any], other: Mapping[str, Any], only_differences: bool) -> str:
     keys = sorted(k for k in mine if not only_differences or not values_equal(mine[k], other.get(k, NEUTRAL_HPARAMS.get(k))))
-    return ", ".join(f"{k} {mine[k]}" for k in keys) or "same settings"
+    return ", ".join(f"{k} {_show(mine[k])}" for k in keys) or "same settings"
 
 
 def _stats_view(record: TensorRecord) -> dict[str, Any]:

@@ -190,8 +190,10 @@ class MindSporeAdapter:
         return MindSporeSnapshot(list(parameters.values()), copies)
 
     def restore(self, snapshot: MindSporeSnapshot) -> None:
+        # In place: Parameter.set_data swaps the storage, and an optimizer that has already run
+        # keeps updating the old one (its later steps then silently do nothing).
         for parameter in snapshot.parameters:
-            parameter.set_data(snapshot.copies[id(parameter)])
+            self.ms.ops.assign(parameter, snapshot.copies[id(parameter)])
 
     def rng_state(self) -> Any:
         return self.ms.get_rng_state()
@@ -210,7 +212,7 @@ class MindSporeAdapter:
 
     def write(self, tensor: Any, array: np.ndarray) -> None:
         data = np.ascontiguousarray(array).reshape(tuple(tensor.shape))
-        tensor.set_data(self.ms.Tensor(data, dtype=tensor.dtype))
+        self.ms.ops.assign(tensor, self.ms.Tensor(data, dtype=tensor.dtype))  # in place, see restore()
 
 
 def _per_parameter(value: Any, count: int) -> list[Any]:

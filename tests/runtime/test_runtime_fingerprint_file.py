@@ -1,0 +1,129 @@
+"""The fingerprint file: plain JSON, versioned, and clear errors for files that are not right.
+
+These tests need neither torch nor MindSpore.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from acclint.runtime import Fingerprint, FingerprintError, NonFiniteLossError, compare, load
+from acclint.runtime_checks.distributed import rank_path
+
+
+def test_round_trip(make_fingerprint, tmp_path):
+    original = make_fingerprint()
+    path = original.save(tmp_path / "fp.json")
+    loaded = load(path)
+    assert loaded == original
+    assert loaded.path == str(path)
+    assert compare(original, loaded).ok
+
+
+def test_non_finite_values_are_written_as_json_strings(make_fingerprint, tmp_path):
+    original = make_fingerprint()
+    original.step.grad_norms["fc.weight"] = math.inf
+    path = original.save(tmp_path / "fp.json")
+    data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"bare {c} is not JSON"))
+    assert data["step"]["grad_norms"]["fc.weight"] == "Infinity"
+    assert load(path).step.grad_norms["fc.weight"] == math.inf
+
+
+def test_non_finite_gradient_is_its_own_message(make_fingerprint):
+    left, right = make_fingerprint(), make_fingerprint()
+    right.step.grad_norms["fc.weight"] = math.nan
+    result = compare(left, right)
+    grads = [m for m in result.mismatches if m.kind == "grad-norm"]
+    assert grads and all("NaN" in m.message and "not a tolerance question" in m.message for m in grads)
+
+
+@pytest.mark.parametrize("field", ["loss", "loss_after"])
+def test_non_finite_loss_in_a_file_is_an_error_not_a_tolerance_failure(make_fingerprint, tmp_path, field):
+    bad = make_fingerprint(**{field: math.nan})
+    path = bad.save(tmp_path / "bad.json")
+    with pytest.raises(NonFiniteLossError, match=r"records a NaN .*not a tolerance away"):
+        compare(make_fingerprint(), load(path))
+
+
+def test_truncated_file(make_fingerprint, tmp_path):
+    text = make_fingerprint().to_json()
+    path = tmp_path / "cut.json"
+    path.write_text(text[: len(text) // 2])
+    with pytest.raises(FingerprintError, match="not valid JSON \\(the file looks truncated\\)"):
+        load(path)
+
+
+def test_missing_file_and_wrong_content(tmp_path):
+    with pytest.raises(FingerprintError, match="no such file"):
+        load(tmp_path / "absent.json")
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    with pytest.raises(FingerprintError, match="not an acclint fingerprint"):
+        load(other)
+
+
+def test_other_format_version(make_fingerprint, tmp_path):
+    data = make_fingerprint().to_dict()
+    data["version"] = 2
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FingerprintError, match="version 2 is not supported.*reads version 1"):
+        load(path)
+
+
+def test_fingerprints_of_different_versions_cannot_be_compared(make_fingerprint):
+    left, right = make_fingerprint(), make_fingerprint()
+    right.version = 0
+    with pytest.raises(FingerprintError, match="versions differ"):
+        compare(left, right)
+
+
+def test_missing_or_mistyped_fields(make_fingerprint, tmp_path):
+    data = make_fingerprint().to_dict()
+    del data["params"][0]["sha256"]
+    path = tmp_path / "hand-edited.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FingerprintError, match="'sha256' is missing"):
+        load(path)
+    data = make_fingerprint().to_dict()
+    data["training"] = "yes"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FingerprintError, match="'training' should be bool"):
+        load(path)
+
+
+def test_one_file_per_rank():
+    assert rank_path(Path("npu.json"), 0, 1) == Path("npu.json")
+    assert rank_path(Path("out/npu.json"), 3, 8) == Path("out/npu.rank3.json")
+    assert rank_path(Path("npu-{rank}.json"), 2, 4) == Path("npu-2.json")
+
+
+def test_save_under_a_multi_rank_run_writes_the_rank_file(make_fingerprint, tmp_path):
+    fingerprint = make_fingerprint()
+    fingerprint.rank, fingerprint.world_size = 1, 2
+    written = fingerprint.save(tmp_path / "gpu.json")
+    assert written == tmp_path / "gpu.rank1.json" and written.exists()
+    assert load(written).rank == 1
+
+
+def test_hyperparameters_compare_at_float32_resolution(make_fingerprint):
+    left = make_fingerprint(lr=0.01)
+    right = make_fingerprint(lr=0.009999999776482582)  # float32(0.01), as MindSpore stores it
+    assert compare(left, right).ok
+    right = make_fingerprint(lr=0.0099)
+    assert [(m.kind, m.name) for m in compare(left, right).mismatches] == [("optimizer-hparam", "lr")]
+
+
+def test_negative_tolerance_is_rejected(make_fingerprint):
+    with pytest.raises(FingerprintError, match="non-negative"):
+        compare(make_fingerprint(), make_fingerprint(), rtol=-1)
+
+
+def test_fingerprint_is_a_dataclass_with_summary_helpers(make_fingerprint):
+    fingerprint: Fingerprint = make_fingerprint()
+    assert fingerprint.param_count() == (6, 6)
+    assert "torch 0.0 on cpu" in fingerprint.label
