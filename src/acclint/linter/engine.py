@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -21,12 +22,21 @@ _PARALLEL_THRESHOLD = 16
 _worker_rules: list = []
 
 
+_COLLECT_EVERY = 256  # files between manual collections while automatic GC is off
+_worker_count = 0
+
+
 def _init_worker(rules: list) -> None:
     global _worker_rules
     _worker_rules = rules
+    gc.disable()
 
 
 def _analyze_in_worker(job: tuple) -> FileOutcome:
+    global _worker_count
+    _worker_count += 1
+    if _worker_count % _COLLECT_EVERY == 0:
+        gc.collect()
     return analyze_file(job[0], job[1], _worker_rules)
 
 
@@ -90,11 +100,32 @@ def check_programs(project: Project, rules: list, sink: Sink) -> None:
 
 
 def _run(jobs_list: list, rules: list, jobs: int) -> list:
-    if jobs <= 1 or len(jobs_list) < _PARALLEL_THRESHOLD:
-        return [analyze_file(abspath, display, rules) for abspath, display in jobs_list]
-    chunk = max(1, min(32, len(jobs_list) // (jobs * 8)))
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(rules,)) as pool:
-        return list(pool.map(_analyze_in_worker, jobs_list, chunksize=chunk))
+    # Facts are long-lived and free of cycles: automatic full collections would re-walk all of
+    # them again and again (a quarter of the scan's CPU), so collect by hand instead.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        if jobs <= 1 or len(jobs_list) < _PARALLEL_THRESHOLD:
+            outcomes = []
+            for number, (abspath, display) in enumerate(jobs_list, start=1):
+                outcomes.append(analyze_file(abspath, display, rules))
+                if number % _COLLECT_EVERY == 0:
+                    gc.collect()
+            return outcomes
+        # Largest files first, one at a time: sizes vary by 1000x and neighbours cluster.
+        ordered = sorted(jobs_list, key=lambda job: -_size(job[0]))
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(rules,)) as pool:
+            return list(pool.map(_analyze_in_worker, ordered, chunksize=1))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _filter(sink: Sink, config: Config) -> list:

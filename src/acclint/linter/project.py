@@ -81,10 +81,18 @@ class Project:
         self.shells = {s.abspath: s for s in shells}
         self.roots = [os.path.abspath(r) for r in roots]
         self._classes_cache: dict = {}
+        self._module_cache: dict = {}
+        self._package_root_cache: dict = {}
 
     # -- modules -----------------------------------------------------------------------------
     def module_file(self, importer: FileFacts, module: str) -> Optional[FileFacts]:
         """The scanned file a module name refers to, resolved as Python would for a script."""
+        key = (os.path.dirname(importer.abspath), module)
+        if key not in self._module_cache:
+            self._module_cache[key] = self._find_module(importer, module)
+        return self._module_cache[key]
+
+    def _find_module(self, importer: FileFacts, module: str) -> Optional[FileFacts]:
         level = len(module) - len(module.lstrip("."))
         parts = [p for p in module.lstrip(".").split(".") if p]
         if level:
@@ -104,10 +112,13 @@ class Project:
 
     def _package_roots(self, importer: FileFacts) -> list:
         # The folder above the outermost package containing the importer.
-        folder = os.path.dirname(importer.abspath)
-        while os.path.isfile(os.path.join(folder, "__init__.py")):
-            folder = os.path.dirname(folder)
-        return [folder]
+        start = os.path.dirname(importer.abspath)
+        if start not in self._package_root_cache:
+            folder = start
+            while os.path.isfile(os.path.join(folder, "__init__.py")):
+                folder = os.path.dirname(folder)
+            self._package_root_cache[start] = [folder]
+        return self._package_root_cache[start]
 
     # -- names -------------------------------------------------------------------------------
     def local_target(self, file: FileFacts, callee: str, scope: str, types: dict):

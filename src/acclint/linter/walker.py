@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from functools import lru_cache
 from typing import Any, Optional
 
 import libcst as cst
@@ -67,11 +68,9 @@ def callee_text(node: cst.CSTNode) -> str:
 
 def literal(node: cst.CSTNode) -> Any:
     """The Python value of a literal expression, or NOT_LITERAL."""
-    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
-        try:
-            return ast.literal_eval(node.value)
-        except (ValueError, SyntaxError):
-            return F.NOT_LITERAL
+    kind = type(node)
+    if kind is cst.Integer or kind is cst.Float or kind is cst.SimpleString:
+        return _literal_text(node.value)
     if isinstance(node, cst.Name):
         return {"True": True, "False": False, "None": None}.get(node.value, F.NOT_LITERAL)
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
@@ -98,6 +97,14 @@ def literal(node: cst.CSTNode) -> Any:
             out[key] = value
         return out
     return F.NOT_LITERAL
+
+
+@lru_cache(maxsize=8192)
+def _literal_text(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return F.NOT_LITERAL
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:
@@ -151,17 +158,6 @@ class FileWalker:
         self.aliases: list = []  # (name, dotted) from `name = dotted.name`
         self.environ_subscripts: list = []  # (EnvWrite, base dotted) to confirm after resolution
         self.value_nodes: list = []  # Values whose names resolve after the walk
-        self._handlers: dict = {
-            cst.Call: self._call,
-            cst.Import: self._import,
-            cst.ImportFrom: self._import_from,
-            cst.Assign: self._assign,
-            cst.AnnAssign: self._assign,
-            cst.FunctionDef: self._function,
-            cst.ClassDef: self._class,
-            cst.If: self._if,
-            cst.Try: self._try,
-        }
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _node(self, node: cst.CSTNode) -> int:
@@ -182,7 +178,7 @@ class FileWalker:
     def run(self) -> F.FileFacts:
         state = _State()
         stack: list = [self.module]
-        handlers = self._handlers
+        handlers = _HANDLERS
         push, extend, pop = stack.append, stack.extend, stack.pop
         while stack:
             item = pop()
@@ -196,7 +192,7 @@ class FileWalker:
                 kind = cst.Call
             else:
                 handler = handlers.get(kind)
-                if handler is not None and handler(item, state, stack) is None:
+                if handler is not None and handler(self, item, state, stack) is None:
                     continue  # the handler queued the children itself
             for name in _code_fields(kind):
                 child = getattr(item, name)
@@ -370,6 +366,21 @@ class FileWalker:
                 facts.env_writes.append(write)
         facts.env_writes.extend(_env_writes_from_calls(facts.calls))
         facts.env_writes.sort(key=lambda w: w.order)
+
+
+# Plain functions, not bound methods: a walker holding its own bound methods would sit in a
+# reference cycle and keep every parsed tree alive until a full garbage collection.
+_HANDLERS = {
+    cst.Call: FileWalker._call,
+    cst.Import: FileWalker._import,
+    cst.ImportFrom: FileWalker._import_from,
+    cst.Assign: FileWalker._assign,
+    cst.AnnAssign: FileWalker._assign,
+    cst.FunctionDef: FileWalker._function,
+    cst.ClassDef: FileWalker._class,
+    cst.If: FileWalker._if,
+    cst.Try: FileWalker._try,
+}
 
 
 class _AssignedCall:

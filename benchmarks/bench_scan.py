@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""Time `acclint scan` against a bare `libcst.parse_module` of the same real files.
+
+The corpus is N `.py` files of an installed package (torch by default) chosen
+deterministically: all its `.py` files sorted by relative path, then N of them at evenly
+spaced indices. They are copied, with their relative paths (`torch/nn/...`), into a
+temporary folder, and that folder is scanned exactly as `acclint scan DIR` would scan it,
+so imports between the chosen files resolve as in a real project.
+
+Measured in one run, on the same files:
+
+1. baseline: `libcst.parse_module(text)` of every file, one process (texts read beforehand);
+2. acclint, one process: `engine.scan([dir], all_rules(), Config(), jobs=1)`;
+3. acclint, all cores: `engine.scan(..., jobs=None)`: wall time and CPU of this process
+   plus its (reaped) worker processes.
+
+Ratios: acclint CPU / baseline CPU (target <= 2.0), and acclint parallel wall / baseline
+wall (target <= 1.2). Run from the repository root:
+
+    PYTHONPATH=src python benchmarks/bench_scan.py [--files N] [--path DIR] [--repeat R]
+                                                   [--jobs J] [--json] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import importlib.util
+import io
+import json
+import os
+import platform
+import pstats
+import re
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Targets from the issue.
+CPU_RATIO_TARGET = 2.0
+WALL_RATIO_TARGET = 1.2
+
+
+# -- corpus --------------------------------------------------------------------------------
+def package_dir(name: str) -> Path:
+    """The folder of an installed package, without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"bench_scan: package {name!r} is not installed; use --path DIR")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _skipped_dir(part: str) -> bool:
+    # Folders acclint's discovery never enters: a chosen file there would not be scanned.
+    try:
+        from acclint.linter.discovery import SKIPPED_DIRS
+    except ImportError:  # pragma: no cover - older layout
+        SKIPPED_DIRS = frozenset()
+    return part in SKIPPED_DIRS or part.endswith(".egg-info") or part.startswith(".")
+
+
+def choose_files(root: Path, count: int, keep_top: bool) -> tuple[Path, list[str]]:
+    """(base, relative paths): `count` .py files under root, evenly spread over the sorted list.
+
+    With keep_top the paths keep root's own name as first component (torch/nn/...), so the
+    copy is a folder holding the package, as in a project that vendors it.
+    """
+    base = root.parent if keep_top else root
+    candidates = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not _skipped_dir(d)]
+        for filename in filenames:
+            if filename.endswith(".py"):
+                candidates.append(Path(dirpath, filename).relative_to(base).as_posix())
+    candidates.sort()
+    if not candidates:
+        raise SystemExit(f"bench_scan: no .py files under {root}")
+    if count >= len(candidates):
+        return base, candidates
+    return base, [candidates[i * len(candidates) // count] for i in range(count)]
+
+
+def copy_corpus(base: Path, relpaths: list[str], dest: Path) -> None:
+    for rel in relpaths:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(base / rel, target)
+
+
+def read_texts(folder: Path, relpaths: list[str]) -> list[str]:
+    """The sources, decoded as acclint decodes them (PEP 263 cookie, BOM stripped)."""
+    import tokenize
+
+    texts = []
+    for rel in relpaths:
+        data = (folder / rel).read_bytes()
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+        texts.append(text[1:] if text.startswith("\ufeff") else text)
+    return texts
+
+
+# -- measurements --------------------------------------------------------------------------
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class GcTimer:
+    """Seconds this process spends in the cyclic garbage collector (cProfile does not show it)."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._start
+
+    def __enter__(self) -> "GcTimer":
+        gc.collect()
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self._callback)
+
+
+def measure_baseline(texts: list[str]) -> dict:
+    import libcst as cst
+
+    failures = 0
+    with GcTimer() as gc_timer:
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for text in texts:
+            try:
+                cst.parse_module(text)
+            except cst.ParserSyntaxError:
+                failures += 1
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    return {"cpu_s": cpu, "wall_s": wall, "gc_s": gc_timer.seconds, "parse_failures": failures}
+
+
+def run_scan(folder: Path, jobs):
+    from acclint.config import Config
+    from acclint.linter.engine import scan
+    from acclint.rules import all_rules
+
+    return scan([folder], all_rules(), Config(), jobs=jobs, cwd=folder)
+
+
+def measure_scan(folder: Path, jobs) -> dict:
+    with GcTimer() as gc_timer:
+        child0 = _children_cpu()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        result = run_scan(folder, jobs)
+        wall = time.perf_counter() - wall0
+        cpu_self = time.process_time() - cpu0
+        cpu_children = _children_cpu() - child0
+    return {
+        "cpu_s": cpu_self + cpu_children,
+        "cpu_self_s": cpu_self,
+        "cpu_children_s": cpu_children,
+        "wall_s": wall,
+        "gc_s": gc_timer.seconds,  # this process only (workers' collections are not seen)
+        "files_scanned": result.files_scanned,
+        "errors": len(result.errors),
+        "skipped": len(result.skipped),
+        "findings": len(result.findings),
+    }
+
+
+def warm_up(folder: Path, relpaths: list[str]) -> None:
+    """Import libcst and acclint, load the knowledge tables and the native parser, untimed."""
+    import libcst as cst
+
+    cst.parse_module("import os\n")
+    with tempfile.TemporaryDirectory(prefix="acclint-bench-warm-") as tmp:
+        shutil.copyfile(folder / relpaths[0], Path(tmp) / "warm.py")
+        Path(tmp, "train.py").write_text("import torch\n\nif __name__ == '__main__':\n"
+                                         "    model = torch.nn.Linear(2, 2)\n    model.train()\n")
+        run_scan(Path(tmp), 1)
+
+
+def median_of(runs: list[dict]) -> dict:
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, float):
+            out[key] = statistics.median(r[key] for r in runs)
+    return out
+
+
+def profile_scan(folder: Path, top: int = 25) -> str:
+    profiler = cProfile.Profile()
+    gc.collect()
+    profiler.enable()
+    run_scan(folder, 1)
+    profiler.disable()
+    out = io.StringIO()
+    own = pstats.Stats(profiler, stream=out)  # full paths, to pick acclint's own functions
+    package = str(Path(own_package_dir()))
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs()
+    out.write(f"\n== cProfile of the single-process scan: top {top} by cumulative time ==\n")
+    stats.sort_stats("cumulative").print_stats(top)
+    out.write(f"\n== top {top} by own time (tottime) ==\n")
+    stats.sort_stats("tottime").print_stats(top)
+    out.write(f"\n== acclint's own functions (under {package}): top {top} by own time ==\n")
+    own.sort_stats("tottime").print_stats(re.escape(package), top)
+    return out.getvalue()
+
+
+def own_package_dir() -> str:
+    import acclint
+
+    return os.path.dirname(acclint.__file__)
+
+
+# -- report --------------------------------------------------------------------------------
+def report_table(r: dict) -> str:
+    b, s, p = r["baseline"], r["acclint_1"], r["acclint_n"]
+    rows = [
+        ("corpus", f"{r['corpus']}" + (f" ({r['corpus_version']})" if r.get("corpus_version") else "")),
+        ("files / lines", f"{r['files']} / {r['lines']:,}"),
+        ("python / libcst", f"{r['python']} / {r['libcst']} (repeat {r['repeat']}, median)"),
+        ("cpus / load average before, after", f"{r['cpus']} / {r['load_before']:.2f}, {r['load_after']:.2f}"
+                                              + ("  (busy machine: wall times are inflated)" if r["load_before"] > 0.75 * r["cpus"] else "")),
+        ("baseline parse CPU / wall", f"{b['cpu_s']:.2f} s / {b['wall_s']:.2f} s  (cyclic GC {b['gc_s']:.2f} s)"
+                                      + (f"  ({b['parse_failures']} files failed to parse)" if b["parse_failures"] else "")),
+        ("acclint jobs=1 CPU / wall", f"{s['cpu_s']:.2f} s / {s['wall_s']:.2f} s  (cyclic GC {s['gc_s']:.2f} s)"),
+        (f"acclint jobs={r['jobs']} CPU / wall",
+         f"{p['cpu_s']:.2f} s (main {p['cpu_self_s']:.2f}, of which GC {p['gc_s']:.2f}, + workers "
+         f"{p['cpu_children_s']:.2f}) / {p['wall_s']:.2f} s"),
+        ("CPU ratio (jobs=1 CPU / parse CPU)", _verdict(r["cpu_ratio"], CPU_RATIO_TARGET)),
+        (f"CPU ratio (jobs={r['jobs']} total CPU / parse CPU)", f"{r['cpu_ratio_parallel']:.2f}x"),
+        (f"wall ratio (jobs={r['jobs']} wall / parse wall)", _verdict(r["wall_ratio"], WALL_RATIO_TARGET)),
+        ("files scanned / errors / skipped", f"{s['files_scanned']} / {s['errors']} / {s['skipped']}"),
+        ("findings", f"{s['findings']}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _verdict(ratio: float, target: float) -> str:
+    return f"{ratio:.2f}x  (target <= {target}x: {'met' if ratio <= target else 'NOT met'})"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=400, help="number of .py files [default: 400]")
+    parser.add_argument("--path", type=Path, help="folder to draw files from [default: the installed --package]")
+    parser.add_argument("--package", default="torch", help="installed package to draw files from [default: torch]")
+    parser.add_argument("--repeat", type=int, default=1, help="repeat each measurement, report the median [default: 1]")
+    parser.add_argument("--jobs", type=int, default=None, help="workers for the parallel scan [default: all cores]")
+    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument("--profile", action="store_true",
+                        help="also cProfile the single-process scan and print the top 25 entries")
+    args = parser.parse_args(argv)
+    if args.files < 1 or args.repeat < 1:
+        parser.error("--files and --repeat must be at least 1")
+
+    import libcst
+
+    from acclint.linter.engine import default_jobs
+
+    source_root = args.path.resolve() if args.path else package_dir(args.package)
+    base, relpaths = choose_files(source_root, args.files, keep_top=args.path is None)
+    jobs = args.jobs or default_jobs()
+
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="acclint-bench-") as tmp:
+        folder = Path(tmp)
+        copy_corpus(base, relpaths, folder)
+        texts = read_texts(folder, relpaths)
+        warm_up(folder, relpaths)
+
+        baseline, single, parallel = [], [], []
+        for _ in range(args.repeat):
+            baseline.append(measure_baseline(texts))
+            single.append(measure_scan(folder, 1))
+            parallel.append(measure_scan(folder, args.jobs))  # None: the engine's default (all cores)
+        b, s, p = median_of(baseline), median_of(single), median_of(parallel)
+        profile = profile_scan(folder) if args.profile else None
+
+    result = {
+        "corpus": str(source_root),
+        "corpus_version": None if args.path else _dist_version(args.package),
+        "files": len(relpaths),
+        "lines": sum(t.count("\n") + (0 if t.endswith("\n") or not t else 1) for t in texts),
+        "bytes": sum(len(t.encode("utf-8")) for t in texts),
+        "python": platform.python_version(),
+        "libcst": getattr(libcst, "__version__", None) or _libcst_version(),
+        "cpus": os.cpu_count(),
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+        "jobs": jobs,
+        "repeat": args.repeat,
+        "baseline": b,
+        "acclint_1": s,
+        "acclint_n": p,
+        "cpu_ratio": s["cpu_s"] / b["cpu_s"],
+        "cpu_ratio_parallel": p["cpu_s"] / b["cpu_s"],
+        "wall_ratio": p["wall_s"] / b["wall_s"],
+        "wall_ratio_single": s["wall_s"] / b["wall_s"],
+        "targets": {"cpu_ratio": CPU_RATIO_TARGET, "wall_ratio": WALL_RATIO_TARGET},
+        "runs": {"baseline": baseline, "acclint_1": single, "acclint_n": parallel},  # every repeat
+    }
+    result["targets_met"] = result["cpu_ratio"] <= CPU_RATIO_TARGET and result["wall_ratio"] <= WALL_RATIO_TARGET
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(report_table(result))
+    if profile:
+        print(profile, file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _libcst_version() -> str:
+    return _dist_version("libcst") or "?"
+
+
+def _dist_version(name: str):
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # pragma: no cover - not installed as a distribution
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
