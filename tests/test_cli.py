@@ -730,3 +730,35 @@ def test_parallel_scan_matches_serial(project):
     assert "ACL202" in rules_of(serial_report)
     assert parallel_report == serial_report
     assert_no_traceback(serial.stderr, parallel.stderr)
+
+
+_WITHOUT_NUMPY = '''
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" or name.startswith("numpy."):
+            raise ImportError("blocked", name="numpy")
+sys.meta_path.insert(0, Block())
+sys.argv = ["acclint"] + sys.argv[1:]
+from acclint.cli import main
+main()
+'''
+
+
+def test_the_scanner_works_without_numpy_and_compare_says_what_is_missing(tmp_path):
+    """numpy is a dependency of the runtime half only (caught by the real pre-commit hook's venv)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "train.py").write_text(
+        "import torch\nif __name__ == '__main__':\n    torch.backends.cudnn.benchmark = True\n"
+        "    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n")
+    scan = subprocess.run([sys.executable, "-c", _WITHOUT_NUMPY, "scan", str(tmp_path), "--select", "ACL202"],
+                          capture_output=True, text=True)
+    assert scan.returncode == 1 and "ACL202" in scan.stdout, scan.stderr
+    helped = subprocess.run([sys.executable, "-c", _WITHOUT_NUMPY, "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "compare" in helped.stdout
+    compare = subprocess.run([sys.executable, "-c", _WITHOUT_NUMPY, "compare", "a.json", "b.json"],
+                             capture_output=True, text=True)
+    assert compare.returncode == 2 and "numpy is missing" in compare.stderr
+    assert "Traceback" not in compare.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -9,7 +10,6 @@ import click
 
 from acclint import __version__
 from acclint.config import Config, ConfigError, fails, find_pyproject, load_config, rule_enabled, validate_selectors
-from acclint.runtime_checks.cli import compare_command
 
 SCAN_FORMATS = ("text", "json", "github", "sarif")
 
@@ -24,7 +24,37 @@ def _all_rules() -> list:
     return all_rules()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Loads the runtime half's command only when asked for: it needs numpy, the scanner does not."""
+
+    lazy = {"compare": ("acclint.runtime_checks.cli", "compare_command")}
+
+    def list_commands(self, ctx):
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx, name):
+        if name not in self.lazy:
+            return super().get_command(ctx, name)
+        module, attribute = self.lazy[name]
+        try:
+            return getattr(importlib.import_module(module), attribute)
+        except ImportError as exc:
+            return _unavailable(name, f"`acclint {name}` needs the runtime extras ({exc.name} is missing): "
+                                "pip install 'acclint[torch]' or 'acclint[mindspore]'")
+
+
+def _unavailable(name: str, message: str) -> click.Command:
+    """Stands in for a command whose dependencies are missing, so --help still works."""
+
+    @click.command(name, help=f"Unavailable: {message}",
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def command() -> None:
+        raise click.UsageError(message)
+
+    return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="acclint")
 def main() -> None:
     """Find the causes of GPU -> Ascend NPU / MindSpore accuracy divergence before they cost NPU hours."""
@@ -110,5 +140,3 @@ def rule_command(code, fmt) -> None:
         raise click.UsageError(f"unknown rule {code!r}; `acclint rules` lists them")
     click.echo(render_rule_page(rule, fmt=fmt))
 
-
-main.add_command(compare_command, "compare")

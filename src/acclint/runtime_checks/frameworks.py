@@ -13,6 +13,22 @@ from typing import Any
 from acclint.runtime_checks.errors import FingerprintError
 
 
+class Adapter:
+    """What both adapters share: the tensors found at construction, keyed by identity."""
+
+    _params: list
+    _state: list
+
+    def key(self, tensor: Any) -> int:
+        return id(tensor)
+
+    def named_params(self) -> list:
+        return list(self._params)
+
+    def named_state(self) -> list:
+        return list(self._state)
+
+
 def adapter_for(model: Any, optimizer: Any = None) -> Any:
     """TorchAdapter or MindSporeAdapter for `model`; FingerprintError for anything else."""
     torch = sys.modules.get("torch")

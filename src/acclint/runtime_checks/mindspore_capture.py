@@ -13,6 +13,7 @@ import numpy as np
 
 from acclint.runtime_checks.environment import mindspore_environment
 from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.frameworks import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
 from acclint.runtime_checks.names import STATE_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import (
@@ -36,7 +37,7 @@ class MindSporeSnapshot:
     copies: dict[int, Any]
 
 
-class MindSporeAdapter:
+class MindSporeAdapter(Adapter):
     framework = "mindspore"
 
     def __init__(self, model: Any, optimizer: Any = None) -> None:
@@ -62,15 +63,6 @@ class MindSporeAdapter:
     def device(self) -> str:
         target = str(self.ms.get_context("device_target")).lower()
         return target if target == "cpu" else f"{target}:{self.ms.get_context('device_id')}"
-
-    def key(self, tensor: Any) -> int:
-        return id(tensor)
-
-    def named_params(self) -> list[NamedTensor]:
-        return list(self._params)
-
-    def named_state(self) -> list[NamedTensor]:
-        return list(self._state)
 
     def _named_tensors(self) -> tuple[list[NamedTensor], list[NamedTensor]]:
         owners = dict(self.model.cells_and_names())

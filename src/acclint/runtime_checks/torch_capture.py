@@ -14,6 +14,7 @@ import numpy as np
 
 from acclint.runtime_checks.environment import torch_environment
 from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.frameworks import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
 from acclint.runtime_checks.names import IGNORED_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import TORCH_OPTIMIZER_TYPES, torch_style_record
@@ -34,7 +35,7 @@ class TorchSnapshot:
     optimizer_state: dict[Any, Any] | None
 
 
-class TorchAdapter:
+class TorchAdapter(Adapter):
     framework = "torch"
 
     def __init__(self, model: Any, optimizer: Any = None) -> None:
@@ -60,15 +61,6 @@ class TorchAdapter:
     def device(self) -> str:
         devices = sorted({str(t.device) for t in self.module.parameters()})
         return ",".join(devices) if devices else "cpu"
-
-    def key(self, tensor: Any) -> int:
-        return id(tensor)
-
-    def named_params(self) -> list[NamedTensor]:
-        return list(self._params)
-
-    def named_state(self) -> list[NamedTensor]:
-        return list(self._state)
 
     def _named_params(self) -> list[NamedTensor]:
         owners = dict(self.module.named_modules())
