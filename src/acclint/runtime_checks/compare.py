@@ -197,18 +197,8 @@ class _Side:
             self.groups = merge_equal_groups(renamed)
 
     def _index(self, records: list[TensorRecord], rules: NameMapping) -> dict[str, TensorRecord]:
-        index: dict[str, TensorRecord] = {}
-        for record in records:
-            name = rules.common_name(record.native_name, record.module, record.name)
-            if rules.ignored(name):
-                continue
-            if name in index:
-                raise FingerprintError(
-                    f"in the {self.label} fingerprint, {index[name].native_name} and {record.native_name} "
-                    f"both map to {name!r}; fix the mapping"
-                )
-            index[name] = record
-            self.rename[record.name] = name
+        index = rules.index(records, f"the {self.label} fingerprint")
+        self.rename.update({record.name: name for name, record in index.items()})
         return index
 
     def _renamed(self, values: Mapping[str, Any]) -> dict[str, Any]:

@@ -88,6 +88,24 @@ class NameMapping:
     def ignored(self, common_name: str) -> bool:
         return any(fnmatch.fnmatchcase(common_name, pattern) for pattern in self.ignore)
 
+    def index(self, items: Iterable[Any], where: str) -> dict[str, Any]:
+        """Items (anything with native_name, module, name) by common name, ignored ones left out.
+
+        Two items mapping to one name would silently pair the wrong tensors, so that is an error;
+        `where` says which side, for the message."""
+        index: dict[str, Any] = {}
+        for item in items:
+            name = self.common_name(item.native_name, item.module, item.name)
+            if self.ignored(name):
+                continue
+            if name in index:
+                raise FingerprintError(
+                    f"in {where}, {index[name].native_name} and {item.native_name} both map to {name!r}; "
+                    "fix the mapping"
+                )
+            index[name] = item
+        return index
+
 
 _SECTIONS = {"names", "prefixes", "cells", "ignore", "version"}
 

@@ -68,18 +68,7 @@ def transfer_weights(
 
 
 def _by_common_name(adapter: Any, rules: NameMapping, side: str) -> dict[str, NamedTensor]:
-    result: dict[str, NamedTensor] = {}
-    for item in adapter.named_params() + adapter.named_state():
-        name = rules.common_name(item.native_name, item.module, item.name)
-        if rules.ignored(name):
-            continue
-        if name in result:
-            raise FingerprintError(
-                f"two {side} tensors map to the same name {name!r}: "
-                f"{result[name].native_name} and {item.native_name}; fix the mapping"
-            )
-        result[name] = item
-    return result
+    return rules.index(adapter.named_params() + adapter.named_state(), f"the {side} model")
 
 
 def _hint(name: str, candidates: list[str]) -> str:
