@@ -15,7 +15,7 @@ from typing import Callable, Iterator, NamedTuple, Optional, Sequence, Union
 
 from tree_sitter import Node
 
-from acclint.linter.shell_model import Argument, Span
+from acclint.linter.shell.model import Argument, Span
 
 Pos = tuple[int, int]  # (line, column), 1-based, columns in characters
 

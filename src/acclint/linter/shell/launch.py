@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from acclint.linter.shell_model import Argument
+from acclint.linter.shell.model import Argument
 
 PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
 # Commands that run the next command: `nohup torchrun ..`, `srun -N 1 python ..`, `env A=1 python ..`.

@@ -17,8 +17,8 @@ from typing import Optional, Union
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from acclint.linter.shell_launch import is_relevant_name, parse_launch
-from acclint.linter.shell_model import (
+from acclint.linter.shell.launch import is_relevant_name, parse_launch
+from acclint.linter.shell.model import (
     Argument,
     EnvAssignment,
     FlagValue,
@@ -27,18 +27,7 @@ from acclint.linter.shell_model import (
     ShellScript,
     Span,
 )
-from acclint.linter.shell_words import Expander, Fragment, Piece, SourceText, Value, Variable, to_piece
-
-__all__ = [
-    "Argument",
-    "EnvAssignment",
-    "FlagValue",
-    "LaunchCommand",
-    "ShellReadError",
-    "ShellScript",
-    "Span",
-    "read_shell_script",
-]
+from acclint.linter.shell.words import Expander, Fragment, Piece, SourceText, Value, Variable, to_piece
 
 MAX_SOURCE_DEPTH = 4
 # How far above the main script a relative `source` path is looked for: scripts are often
