@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterable, Mapping
 
@@ -11,6 +12,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # In rule examples, the line a finding must land on ends with this marker.
 EXPECT_MARKER = re.compile(r"\s*#\s*expect:\s*(?P<codes>ACL\d{3}(?:\s*,\s*ACL\d{3})*)\s*$")
+
+
+def code(block: str) -> str:
+    """An indented triple-quoted block as the source it shows: dedented, without the opening newline."""
+    text = textwrap.dedent(block)
+    return text[1:] if text.startswith("\n") else text
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,10 @@ class Example:
 
     files: Mapping[str, str]
     title: str = ""
+
+    def __post_init__(self) -> None:
+        # Examples are written as indented triple-quoted blocks (as Fixit writes them): store plain code.
+        object.__setattr__(self, "files", {path: code(source) for path, source in self.files.items()})
 
     @classmethod
     def script(cls, source: str, title: str = "", path: str = "train.py") -> "Example":

@@ -9,13 +9,6 @@ from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ProgramRule, where
 from acclint.rules.program_facts import ProgramFacts
 
-_TRAIN_TAIL = "    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n"
-
-
-def _script(body: str, imports: str = "import torch\n") -> str:
-    """A tiny torch entry point whose main block is `body` (indented already)."""
-    return f"{imports}\n\nif __name__ == \"__main__\":\n{body}{_TRAIN_TAIL}"
-
 
 def _seeded(facts: ProgramFacts) -> bool:
     return "torch-cpu" in facts.seeded or "mindspore" in facts.seeded
@@ -41,15 +34,46 @@ class DeterministicAlgorithmsOff(EffectRule):
         "(with MindSpeed: `--npu-deterministic`).",
     )
     invalid = (
-        Example.script(_script("    torch.manual_seed(0)\n").replace('if __name__ == "__main__":', 'if __name__ == "__main__":  # expect: ACL201')),
-        Example.script(_script("    torch.use_deterministic_algorithms(False)  # expect: ACL201\n"), "switched off"),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":  # expect: ACL201
+                torch.manual_seed(0)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.use_deterministic_algorithms(False)  # expect: ACL201
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "switched off"),
     )
     valid = (
-        Example.script(_script("    torch.use_deterministic_algorithms(True, warn_only=True)\n")),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.use_deterministic_algorithms(True, warn_only=True)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
         Example(
             {
-                "train.py": _script("    torch.manual_seed(0)\n"),
-                "run_npu.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --npu-deterministic\n",
+                "train.py": """
+                    import torch
+
+
+                    if __name__ == "__main__":
+                        torch.manual_seed(0)
+                        torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+                """,
+                "run_npu.sh": """
+                    #!/bin/bash
+                    torchrun --nproc_per_node 8 train.py --npu-deterministic
+                """,
             },
             "switched on by MindSpeed's launcher flag",
         ),
@@ -78,11 +102,34 @@ class CudnnBenchmark(ProgramRule):
         fix="Set `torch.backends.cudnn.benchmark = False` (PyTorch's default) for parity runs.",
     )
     invalid = (
-        Example.script(_script("    torch.backends.cudnn.benchmark = True  # expect: ACL202\n")),
-        Example.script(_script("    cudnn.benchmark = True  # expect: ACL202\n", "import torch\nimport torch.backends.cudnn as cudnn\n"),
-                       "through a module alias"),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.backends.cudnn.benchmark = True  # expect: ACL202
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
+        Example.script("""
+            import torch
+            import torch.backends.cudnn as cudnn
+
+
+            if __name__ == "__main__":
+                cudnn.benchmark = True  # expect: ACL202
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "through a module alias"),
     )
-    valid = (Example.script(_script("    torch.backends.cudnn.benchmark = False\n")),)
+    valid = (
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.backends.cudnn.benchmark = False
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
+    )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         for step in ctx.program.flow:
@@ -109,15 +156,24 @@ class CudnnDeterministicUnset(ProgramRule):
         fix="Set `torch.backends.cudnn.deterministic = True` (and `benchmark = False`) in the entry point.",
     )
     invalid = (
-        Example.script(
-            "import torch\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
-            "    conv = torch.nn.Conv2d(3, 8, 3).cuda()  # expect: ACL203\n"
-            "    conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()\n"),
+        Example.script("""
+            import torch
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                conv = torch.nn.Conv2d(3, 8, 3).cuda()  # expect: ACL203
+                conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()
+        """),
     )
     valid = (
-        Example.script(
-            "import torch\n\nif __name__ == \"__main__\":\n    torch.backends.cudnn.deterministic = True\n"
-            "    conv = torch.nn.Conv2d(3, 8, 3).cuda()\n    conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()\n"),
+        Example.script("""
+            import torch
+
+            if __name__ == "__main__":
+                torch.backends.cudnn.deterministic = True
+                conv = torch.nn.Conv2d(3, 8, 3).cuda()
+                conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()
+        """),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -146,16 +202,35 @@ class CublasWorkspaceMissing(ProgramRule):
         fix="`export CUBLAS_WORKSPACE_CONFIG=:4096:8` in the launch script, or set os.environ at the very top.",
     )
     invalid = (
-        Example.script(
-            "import torch\n\nif __name__ == \"__main__\":\n    torch.use_deterministic_algorithms(True)  # expect: ACL204\n"
-            "    m = torch.nn.Linear(2, 1).cuda()\n    m(torch.ones(2, device=\"cuda\")).sum().backward()\n"),
+        Example.script("""
+            import torch
+
+            if __name__ == "__main__":
+                torch.use_deterministic_algorithms(True)  # expect: ACL204
+                m = torch.nn.Linear(2, 1).cuda()
+                m(torch.ones(2, device="cuda")).sum().backward()
+        """),
     )
     valid = (
-        Example.script(
-            "import os\nimport torch\n\nos.environ[\"CUBLAS_WORKSPACE_CONFIG\"] = \":4096:8\"\n\n"
-            "if __name__ == \"__main__\":\n    torch.use_deterministic_algorithms(True)\n"
-            "    m = torch.nn.Linear(2, 1).cuda()\n    m(torch.ones(2, device=\"cuda\")).sum().backward()\n"),
-        Example.script(_script("    torch.use_deterministic_algorithms(True)\n"), "CPU only"),
+        Example.script("""
+            import os
+            import torch
+
+            os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+
+            if __name__ == "__main__":
+                torch.use_deterministic_algorithms(True)
+                m = torch.nn.Linear(2, 1).cuda()
+                m(torch.ones(2, device="cuda")).sum().backward()
+        """),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.use_deterministic_algorithms(True)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "CPU only"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -185,28 +260,67 @@ class HcclDeterministicUnset(ProgramRule):
     invalid = (
         Example(
             {
-                "train.py": _script("    torch.distributed.init_process_group(backend=\"hccl\")\n"),
-                "run.sh": "#!/bin/bash\nexport HCCL_CONNECT_TIMEOUT=1200\n"
-                "torchrun --nproc_per_node 8 train.py  # expect: ACL205\n",
+                "train.py": """
+                    import torch
+
+
+                    if __name__ == "__main__":
+                        torch.distributed.init_process_group(backend="hccl")
+                        torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+                """,
+                "run.sh": """
+                    #!/bin/bash
+                    export HCCL_CONNECT_TIMEOUT=1200
+                    torchrun --nproc_per_node 8 train.py  # expect: ACL205
+                """,
             },
             "hccl process group, launch script without the variable",
         ),
-        Example.script(_script("    torch.distributed.init_process_group(\"hccl\")\n").replace(
-            'if __name__ == "__main__":', 'if __name__ == "__main__":  # expect: ACL205'), "no launch script scanned"),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":  # expect: ACL205
+                torch.distributed.init_process_group("hccl")
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "no launch script scanned"),
         Example(
-            {"run_ms.sh": "#!/bin/bash\nsource /usr/local/Ascend/ascend-toolkit/set_env.sh\n"
-             "msrun --worker_num=8 --local_worker_num=8 train_ms.py  # expect: ACL205\n"},
+            {
+                "run_ms.sh": """
+                    #!/bin/bash
+                    source /usr/local/Ascend/ascend-toolkit/set_env.sh
+                    msrun --worker_num=8 --local_worker_num=8 train_ms.py  # expect: ACL205
+                """,
+            },
             "an NPU launch script whose training script is not part of the scan",
         ),
     )
     valid = (
         Example(
             {
-                "train.py": _script("    torch.distributed.init_process_group(backend=\"hccl\")\n"),
-                "run.sh": "#!/bin/bash\nexport HCCL_DETERMINISTIC=true\ntorchrun --nproc_per_node 8 train.py\n",
+                "train.py": """
+                    import torch
+
+
+                    if __name__ == "__main__":
+                        torch.distributed.init_process_group(backend="hccl")
+                        torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+                """,
+                "run.sh": """
+                    #!/bin/bash
+                    export HCCL_DETERMINISTIC=true
+                    torchrun --nproc_per_node 8 train.py
+                """,
             },
         ),
-        Example.script(_script("    torch.distributed.init_process_group(\"nccl\")\n"), "NCCL on GPUs"),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.distributed.init_process_group("nccl")
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "NCCL on GPUs"),
     )
 
     def _needs_hccl(self, facts: ProgramFacts) -> bool:
@@ -281,18 +395,33 @@ class MindSporeDeterministicOff(EffectRule):
         fix="`mindspore.set_deterministic(True)` (or `set_context(deterministic=\"ON\")`) at the top of the entry point.",
     )
     invalid = (
-        Example.script(
-            "import mindspore as ms\nfrom mindspore import nn\n\nms.set_seed(0)\nnet = nn.Dense(3, 1)\n"
-            "grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())  # expect: ACL206\n"),
-        Example.script(
-            "import mindspore as ms\nfrom mindspore import nn\n\nms.set_seed(0)\n"
-            "ms.set_context(deterministic=\"OFF\")  # expect: ACL206\nnet = nn.Dense(3, 1)\n"
-            "grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())\n", "switched off"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn
+
+            ms.set_seed(0)
+            net = nn.Dense(3, 1)
+            grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())  # expect: ACL206
+        """),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn
+
+            ms.set_seed(0)
+            ms.set_context(deterministic="OFF")  # expect: ACL206
+            net = nn.Dense(3, 1)
+            grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
+        """, "switched off"),
     )
     valid = (
-        Example.script(
-            "import mindspore as ms\nfrom mindspore import nn\n\nms.set_context(deterministic=\"ON\")\nnet = nn.Dense(3, 1)\n"
-            "grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())\n"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn
+
+            ms.set_context(deterministic="ON")
+            net = nn.Dense(3, 1)
+            grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
+        """),
     )
 
     def missing_message(self, ctx: ProgramContext, facts: ProgramFacts) -> str:
@@ -324,15 +453,36 @@ class DataLoaderShuffleUnseeded(ProgramRule):
         fix="Pass `generator=torch.Generator().manual_seed(seed)` to the DataLoader.",
     )
     invalid = (
-        Example.script(_script(
-            "    torch.manual_seed(0)\n    loader = torch.utils.data.DataLoader(range(8), batch_size=2, shuffle=True)  # expect: ACL207\n")),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                loader = torch.utils.data.DataLoader(range(8), batch_size=2, shuffle=True)  # expect: ACL207
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
     )
     valid = (
-        Example.script(_script(
-            "    torch.manual_seed(0)\n    g = torch.Generator()\n    g.manual_seed(0)\n"
-            "    loader = torch.utils.data.DataLoader(range(8), batch_size=2, shuffle=True, generator=g)\n")),
-        Example.script(_script("    loader = torch.utils.data.DataLoader(range(8), shuffle=True)\n"),
-                       "not seeded at all: ACL104 reports that instead"),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                g = torch.Generator()
+                g.manual_seed(0)
+                loader = torch.utils.data.DataLoader(range(8), batch_size=2, shuffle=True, generator=g)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                loader = torch.utils.data.DataLoader(range(8), shuffle=True)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "not seeded at all: ACL104 reports that instead"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -362,14 +512,32 @@ class DataLoaderWorkersUnseeded(ProgramRule):
         fix="Pass a seeded `generator=` (and a `worker_init_fn` for other libraries).",
     )
     invalid = (
-        Example.script(_script(
-            "    torch.manual_seed(0)\n    import random\n    random.seed(0)\n    random.random()\n"
-            "    loader = torch.utils.data.DataLoader(range(8), num_workers=4)  # expect: ACL208\n")),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                import random
+                random.seed(0)
+                random.random()
+                loader = torch.utils.data.DataLoader(range(8), num_workers=4)  # expect: ACL208
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
     )
     valid = (
-        Example.script(_script(
-            "    torch.manual_seed(0)\n    import random\n    random.seed(0)\n    random.random()\n"
-            "    loader = torch.utils.data.DataLoader(range(8), num_workers=4, generator=torch.Generator().manual_seed(0))\n")),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                import random
+                random.seed(0)
+                random.random()
+                loader = torch.utils.data.DataLoader(range(8), num_workers=4, generator=torch.Generator().manual_seed(0))
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -399,10 +567,26 @@ class DropoutInParityRun(ProgramRule):
         fix="Set dropout to 0 for the alignment run (`nn.Dropout(p=0.0)`, `--attention-dropout 0.0 --hidden-dropout 0.0`).",
     )
     invalid = (
-        Example.script(_script("    torch.manual_seed(0)\n    drop = torch.nn.Dropout(p=0.1)  # expect: ACL209\n")),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                drop = torch.nn.Dropout(p=0.1)  # expect: ACL209
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
     )
     valid = (
-        Example.script(_script("    torch.manual_seed(0)\n    drop = torch.nn.Dropout(p=0.0)\n")),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                drop = torch.nn.Dropout(p=0.0)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:

@@ -91,29 +91,73 @@ class UnseededPythonRandom(UnseededGenerator):
         fix="Call `random.seed(seed)` (or one seed-everything helper) at the top of the entry point on both sides.",
     )
     invalid = (
-        Example.script(
-            "import random\nimport torch\n\n\ndef main():\n    data = list(range(10))\n    random.shuffle(data)\n"
-            "    torch.manual_seed(0)\n    model = torch.nn.Linear(2, 2)\n    model(torch.ones(2)).sum().backward()\n\n\n"
-            "if __name__ == \"__main__\":  # expect: ACL101\n    main()\n",
-            "random.shuffle without random.seed"),
+        Example.script("""
+            import random
+            import torch
+
+
+            def main():
+                data = list(range(10))
+                random.shuffle(data)
+                torch.manual_seed(0)
+                model = torch.nn.Linear(2, 2)
+                model(torch.ones(2)).sum().backward()
+
+
+            if __name__ == "__main__":  # expect: ACL101
+                main()
+        """, "random.shuffle without random.seed"),
     )
     valid = (
-        Example.script(
-            "import random as rnd\nimport torch\n\n\ndef main():\n    rnd.seed(0)\n    data = list(range(10))\n"
-            "    rnd.shuffle(data)\n    torch.manual_seed(0)\n    torch.nn.Linear(2, 2)(torch.ones(2)).sum().backward()\n\n\n"
-            "if __name__ == \"__main__\":\n    main()\n", "seeded through an alias"),
+        Example.script("""
+            import random as rnd
+            import torch
+
+
+            def main():
+                rnd.seed(0)
+                data = list(range(10))
+                rnd.shuffle(data)
+                torch.manual_seed(0)
+                torch.nn.Linear(2, 2)(torch.ones(2)).sum().backward()
+
+
+            if __name__ == "__main__":
+                main()
+        """, "seeded through an alias"),
         Example(
             {
-                "train.py": "import random\nimport torch\nfrom utils.seeding import seed_everything\n\n"
-                "if __name__ == \"__main__\":\n    seed_everything(1)\n    random.shuffle([1, 2])\n"
-                "    torch.nn.Linear(2, 2)(torch.ones(2)).sum().backward()\n",
-                "utils/seeding.py": "import random\nimport numpy as np\nimport torch\n\n\ndef seed_everything(seed):\n"
-                "    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n",
+                "train.py": """
+                    import random
+                    import torch
+                    from utils.seeding import seed_everything
+
+                    if __name__ == "__main__":
+                        seed_everything(1)
+                        random.shuffle([1, 2])
+                        torch.nn.Linear(2, 2)(torch.ones(2)).sum().backward()
+                """,
+                "utils/seeding.py": """
+                    import random
+                    import numpy as np
+                    import torch
+
+
+                    def seed_everything(seed):
+                        random.seed(seed)
+                        np.random.seed(seed)
+                        torch.manual_seed(seed)
+                """,
             },
             "seeded by a local helper in another file",
         ),
-        Example.script(
-            "import random\n\n\ndef helper():\n    return random.random()\n", "a library module: not an entry point"),
+        Example.script("""
+            import random
+
+
+            def helper():
+                return random.random()
+        """, "a library module: not an entry point"),
     )
 
 
@@ -126,30 +170,64 @@ class UnseededNumpy(UnseededGenerator):
     generator, label, used_by, seed_call = "numpy", "NumPy's global generator", "numpy-random", "np.random.seed(seed)"
     doc = _NUMPY_DOC
     invalid = (
-        Example.script(
-            "import numpy as np\nimport torch\n\ntorch.manual_seed(0)\nnoise = np.random.rand(4)\n"
-            "model = torch.nn.Linear(4, 1)\nloss = model(torch.tensor(noise, dtype=torch.float32)).sum()\n"
-            "loss.backward()  # expect: ACL103\n", "a module-level training script, no main guard"),
+        Example.script("""
+            import numpy as np
+            import torch
+
+            torch.manual_seed(0)
+            noise = np.random.rand(4)
+            model = torch.nn.Linear(4, 1)
+            loss = model(torch.tensor(noise, dtype=torch.float32)).sum()
+            loss.backward()  # expect: ACL103
+        """, "a module-level training script, no main guard"),
         Example(
             {
-                "train.py": "import numpy as np\nimport torch\nfrom helpers import seed_all\n\n\n"
-                "if __name__ == \"__main__\":  # expect: ACL103\n    torch.manual_seed(0)\n    x = np.random.randn(3)\n"
-                "    torch.nn.Linear(3, 1)(torch.tensor(x).float()).sum().backward()\n",
-                "helpers.py": "import numpy as np\n\n\ndef seed_all(seed):\n    np.random.seed(seed)\n",
+                "train.py": """
+                    import numpy as np
+                    import torch
+                    from helpers import seed_all
+
+
+                    if __name__ == "__main__":  # expect: ACL103
+                        torch.manual_seed(0)
+                        x = np.random.randn(3)
+                        torch.nn.Linear(3, 1)(torch.tensor(x).float()).sum().backward()
+                """,
+                "helpers.py": """
+                    import numpy as np
+
+
+                    def seed_all(seed):
+                        np.random.seed(seed)
+                """,
             },
             "the helper is imported but never called",
         ),
     )
     valid = (
-        Example.script(
-            "import numpy\nimport torch\nfrom transformers import set_seed\n\n\nif __name__ == \"__main__\":\n"
-            "    set_seed(42)\n    x = numpy.random.rand(3)\n    torch.nn.Linear(3, 1)(torch.ones(3)).sum().backward()\n",
-            "transformers.set_seed covers numpy"),
-        Example.script(
-            "import numpy as np\nimport mindspore as ms\nfrom mindspore import nn\n\n\nif __name__ == \"__main__\":\n"
-            "    ms.set_seed(1)\n    x = np.random.rand(3)\n    net = nn.Dense(3, 1)\n"
-            "    grad_fn = ms.value_and_grad(lambda a: net(a).sum(), None, net.trainable_params())\n",
-            "mindspore.set_seed also seeds numpy"),
+        Example.script("""
+            import numpy
+            import torch
+            from transformers import set_seed
+
+
+            if __name__ == "__main__":
+                set_seed(42)
+                x = numpy.random.rand(3)
+                torch.nn.Linear(3, 1)(torch.ones(3)).sum().backward()
+        """, "transformers.set_seed covers numpy"),
+        Example.script("""
+            import numpy as np
+            import mindspore as ms
+            from mindspore import nn
+
+
+            if __name__ == "__main__":
+                ms.set_seed(1)
+                x = np.random.rand(3)
+                net = nn.Dense(3, 1)
+                grad_fn = ms.value_and_grad(lambda a: net(a).sum(), None, net.trainable_params())
+        """, "mindspore.set_seed also seeds numpy"),
     )
 
 
@@ -172,20 +250,44 @@ class UnseededTorch(UnseededGenerator):
         fix="Call `torch.manual_seed(seed)` at the start of the entry point, before the model is built, on both sides.",
     )
     invalid = (
-        Example.script(
-            "import torch\nimport torch_npu\n\n\ndef train():\n    torch.npu.manual_seed_all(0)\n"
-            "    model = torch.nn.Linear(8, 2).npu()\n    model(torch.ones(8).npu()).sum().backward()\n\n\n"
-            "if __name__ == \"__main__\":  # expect: ACL104\n    train()\n",
-            "only the NPU generators are seeded"),
+        Example.script("""
+            import torch
+            import torch_npu
+
+
+            def train():
+                torch.npu.manual_seed_all(0)
+                model = torch.nn.Linear(8, 2).npu()
+                model(torch.ones(8).npu()).sum().backward()
+
+
+            if __name__ == "__main__":  # expect: ACL104
+                train()
+        """, "only the NPU generators are seeded"),
     )
     valid = (
-        Example.script(
-            "import torch as t\n\n\nif __name__ == \"__main__\":\n    t.manual_seed(1234)\n"
-            "    m = t.nn.Linear(8, 2)\n    m(t.ones(8)).sum().backward()\n", "seeded through an alias"),
+        Example.script("""
+            import torch as t
+
+
+            if __name__ == "__main__":
+                t.manual_seed(1234)
+                m = t.nn.Linear(8, 2)
+                m(t.ones(8)).sum().backward()
+        """, "seeded through an alias"),
         Example(
             {
-                "pretrain_gpt.py": "from megatron.training import pretrain\n\n\ndef model_provider():\n    pass\n\n\n"
-                "if __name__ == \"__main__\":\n    pretrain(None, model_provider, None, None)\n",
+                "pretrain_gpt.py": """
+                    from megatron.training import pretrain
+
+
+                    def model_provider():
+                        pass
+
+
+                    if __name__ == "__main__":
+                        pretrain(None, model_provider, None, None)
+                """,
             },
             "Megatron's pretrain seeds through initialize_megatron",
         ),
@@ -209,16 +311,22 @@ class UnseededMindSpore(UnseededGenerator):
         fix="Call `mindspore.set_seed(seed)` at the start of the entry point, before building the network.",
     )
     invalid = (
-        Example.script(
-            "import mindspore as ms\nfrom mindspore import nn\n\nnet = nn.Dense(3, 1)\n"
-            "grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())  # expect: ACL106\n",
-            "no set_seed"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn
+
+            net = nn.Dense(3, 1)
+            grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())  # expect: ACL106
+        """, "no set_seed"),
     )
     valid = (
-        Example.script(
-            "from mindspore import nn, set_seed, value_and_grad\n\nset_seed(0)\nnet = nn.Dense(3, 1)\n"
-            "grad_fn = value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())\n",
-            "set_seed imported by name"),
+        Example.script("""
+            from mindspore import nn, set_seed, value_and_grad
+
+            set_seed(0)
+            net = nn.Dense(3, 1)
+            grad_fn = value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
+        """, "set_seed imported by name"),
     )
 
 
@@ -238,14 +346,24 @@ class PythonHashSeedUnset(ProgramRule):
         fix="`export PYTHONHASHSEED=0` in the launch script (or set it before spawning workers).",
     )
     invalid = (
-        Example.script(
-            "import torch\n\nif __name__ == \"__main__\":  # expect: ACL102\n    torch.manual_seed(0)\n"
-            "    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n"),
+        Example.script("""
+            import torch
+
+            if __name__ == "__main__":  # expect: ACL102
+                torch.manual_seed(0)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
     )
     valid = (
-        Example.script(
-            "import os\nimport torch\n\nif __name__ == \"__main__\":\n    os.environ[\"PYTHONHASHSEED\"] = \"0\"\n"
-            "    torch.manual_seed(0)\n    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n"),
+        Example.script("""
+            import os
+            import torch
+
+            if __name__ == "__main__":
+                os.environ["PYTHONHASHSEED"] = "0"
+                torch.manual_seed(0)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -270,16 +388,27 @@ class DeviceSeedCurrentOnly(ProgramRule):
         fix="Use `torch.manual_seed(seed)` (seeds every device in torch 2.x) or `torch.npu.manual_seed_all(seed)`.",
     )
     invalid = (
-        Example.script(
-            "import torch\nimport torch.distributed as dist\n\nif __name__ == \"__main__\":\n"
-            "    dist.init_process_group(\"hccl\")\n    torch.npu.manual_seed(0)  # expect: ACL105\n"
-            "    torch.nn.Linear(2, 1).npu()(torch.ones(2).npu()).sum().backward()\n"),
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+
+            if __name__ == "__main__":
+                dist.init_process_group("hccl")
+                torch.npu.manual_seed(0)  # expect: ACL105
+                torch.nn.Linear(2, 1).npu()(torch.ones(2).npu()).sum().backward()
+        """),
     )
     valid = (
-        Example.script(
-            "import torch\nimport torch.distributed as dist\n\nif __name__ == \"__main__\":\n"
-            "    dist.init_process_group(\"hccl\")\n    torch.manual_seed(0)\n    torch.npu.manual_seed(0)\n"
-            "    torch.nn.Linear(2, 1).npu()(torch.ones(2).npu()).sum().backward()\n"),
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+
+            if __name__ == "__main__":
+                dist.init_process_group("hccl")
+                torch.manual_seed(0)
+                torch.npu.manual_seed(0)
+                torch.nn.Linear(2, 1).npu()(torch.ones(2).npu()).sum().backward()
+        """),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -309,10 +438,24 @@ class SeedHelperNeverCalled(ProgramRule):
     invalid = (
         Example(
             {
-                "train.py": "import torch\nfrom utils.seeding import seed_all\n\n\nif __name__ == \"__main__\":\n"
-                "    model = torch.nn.Linear(2, 1)\n    model(torch.ones(2)).sum().backward()\n",
-                "utils/seeding.py": "import random\nimport torch\n\n\ndef seed_all(seed=42):  # expect: ACL107\n"
-                "    random.seed(seed)\n    torch.manual_seed(seed)\n",
+                "train.py": """
+                    import torch
+                    from utils.seeding import seed_all
+
+
+                    if __name__ == "__main__":
+                        model = torch.nn.Linear(2, 1)
+                        model(torch.ones(2)).sum().backward()
+                """,
+                "utils/seeding.py": """
+                    import random
+                    import torch
+
+
+                    def seed_all(seed=42):  # expect: ACL107
+                        random.seed(seed)
+                        torch.manual_seed(seed)
+                """,
             },
             "imported from a local module, never called",
         ),
@@ -320,10 +463,28 @@ class SeedHelperNeverCalled(ProgramRule):
     valid = (
         Example(
             {
-                "train.py": "import torch\nimport utils.seeding as seeding\n\n\ndef main():\n    seeding.seed_all(1)\n"
-                "    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n\n\nif __name__ == \"__main__\":\n    main()\n",
-                "utils/seeding.py": "import random\nimport torch\n\n\ndef seed_all(seed=42):\n"
-                "    random.seed(seed)\n    torch.manual_seed(seed)\n",
+                "train.py": """
+                    import torch
+                    import utils.seeding as seeding
+
+
+                    def main():
+                        seeding.seed_all(1)
+                        torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+
+
+                    if __name__ == "__main__":
+                        main()
+                """,
+                "utils/seeding.py": """
+                    import random
+                    import torch
+
+
+                    def seed_all(seed=42):
+                        random.seed(seed)
+                        torch.manual_seed(seed)
+                """,
             },
             "called through a module alias",
         ),
@@ -354,16 +515,44 @@ class SeedAfterModel(ProgramRule):
         fix="Move the seed call before the model is built (or load the same checkpoint on both sides).",
     )
     invalid = (
-        Example.script(
-            "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            "        self.fc = torch.nn.Linear(4, 2)\n\n\ndef main():\n    model = Net()  # expect: ACL108\n"
-            "    torch.manual_seed(0)\n    model.fc(torch.ones(4)).sum().backward()\n\n\n"
-            "if __name__ == \"__main__\":\n    main()\n"),
+        Example.script("""
+            import torch
+
+
+            class Net(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = torch.nn.Linear(4, 2)
+
+
+            def main():
+                model = Net()  # expect: ACL108
+                torch.manual_seed(0)
+                model.fc(torch.ones(4)).sum().backward()
+
+
+            if __name__ == "__main__":
+                main()
+        """),
     )
     valid = (
-        Example.script(
-            "import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n\n\ndef main():\n    torch.manual_seed(0)\n"
-            "    model = Net()\n    model(torch.ones(4)).sum().backward()\n\n\nif __name__ == \"__main__\":\n    main()\n"),
+        Example.script("""
+            import torch
+
+
+            class Net(torch.nn.Module):
+                pass
+
+
+            def main():
+                torch.manual_seed(0)
+                model = Net()
+                model(torch.ones(4)).sum().backward()
+
+
+            if __name__ == "__main__":
+                main()
+        """),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
