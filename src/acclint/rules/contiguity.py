@@ -1,1 +1,236 @@
-RULES = []
+"""Category `contiguity`: a transposed view (`.t()`, `.T`, `.transpose()`, `.permute()`, ...) is the
+same memory read with other strides. Where it reaches code that depends on the layout, results
+differ between devices or raise (seeds/000: the GLM4 `.t()` without `.contiguous()` in a
+ColumnParallelLinear backward). Names are followed through assignments within a function."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from acclint.linter.context import FileContext
+from acclint.linter.rulebase import Example, Rule, RuleDoc
+from acclint.rules.flow import LayoutEvent, in_autograd_backward, layout_events, receiver, short
+from acclint.rules.fused_op import _names as fused_names
+
+_MATMUL_METHODS = frozenset({"matmul", "mm", "bmm"})
+_MATMUL_FUNCTIONS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm",
+                               "torch.nn.functional.linear"})
+_COLLECTIVES = frozenset(
+    f"torch.distributed.{name}" for name in (
+        "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "reduce_scatter",
+        "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast", "all_to_all", "all_to_all_single",
+        "reduce", "send", "recv", "isend", "irecv", "gather", "scatter")
+)
+
+
+class ContiguityRule(Rule):
+    category = "contiguity"
+    severity = "warning"
+    fix_text: ClassVar[str] = "add `.contiguous()` after the transpose"
+
+    def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
+        """The message when the event is this rule's case, else ''."""
+        raise NotImplementedError
+
+    def check_file(self, ctx: FileContext) -> None:
+        for event in layout_events(ctx.facts):
+            message = self.matches(ctx, event)
+            if message:
+                ctx.report(self, event.call.node, message, fix=self.fix_text)
+
+
+def _is_dtype_view(event: LayoutEvent) -> bool:
+    args = [a for a in event.call.args if not a.star]
+    return len(args) == 1 and args[0].keyword in (None, "dtype") and any(
+        n.startswith(("torch.", "mindspore.")) for n in args[0].value.names)
+
+
+class TransposedView(ContiguityRule):
+    code = "ACL501"
+    name = "transposed-view"
+    summary = "`.view()` on a transposed tensor"
+    fix_text = "`.contiguous().view(...)` or `.reshape(...)`"
+    doc = RuleDoc(
+        what="Reports `.view(...)` called on a tensor that is a transposed view: produced by `.t()`, `.T`, `.mT`, "
+        "`.transpose()`, `.permute()`, `.swapaxes()`, `.movedim()`, directly or through a local name.",
+        why="`view` reinterprets the existing strides. On a transposed tensor it raises "
+        "(\"view size is not compatible with input tensor's size and stride\") unless the transposed dims happen to "
+        "be of size 1, so whether it runs depends on shapes that differ between a GPU recipe and an NPU recipe "
+        "(TP size, sequence layout SBH vs BSH); where it runs, the result depends on the layout the kernel produced, "
+        "which torch_npu may choose differently (private formats).",
+        fix="Make the layout explicit: `x.transpose(0, 1).contiguous().view(...)`, or use `.reshape(...)`.",
+    )
+    invalid = (
+        Example.script("""
+            def merge_heads(context, batch, seq, hidden):
+                context = context.permute(0, 2, 1, 3)
+                return context.view(batch, seq, hidden)  # expect: ACL501
+
+
+            def flatten(x):
+                return x.transpose(0, 1).view(-1)  # expect: ACL501
+        """),
+    )
+    valid = (
+        Example.script("""
+            import torch
+
+
+            def merge_heads(context, batch, seq, hidden):
+                context = context.permute(0, 2, 1, 3).contiguous()
+                out = context.view(batch, seq, hidden)
+                return out.transpose(0, 1).reshape(-1), out.t().view(torch.int32)
+        """, "contiguous first, reshape, and a dtype view"),
+    )
+
+    def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
+        call = event.call
+        if call.method != "view" or not event.receiver_transposed or _is_dtype_view(event):
+            return ""
+        return (f"`.view()` on `{short(receiver(call))}`, a transposed (non-contiguous) view: it raises or depends "
+                "on the strides the device produced.")
+
+
+class TransposedMatmulInBackward(ContiguityRule):
+    code = "ACL502"
+    name = "transposed-matmul-in-backward"
+    summary = "A transposed tensor reaches a matmul in a custom autograd backward without `.contiguous()`"
+    doc = RuleDoc(
+        what="Reports, inside `backward` of a `torch.autograd.Function`, a matmul (`.matmul`, `.mm`, `.bmm`, "
+        "`torch.matmul`, `@`) whose operand is a transposed view without `.contiguous()`.",
+        why="Hand-written backwards (Megatron's `LinearWithGradAccumulationAndAsyncCommunication`, custom fused "
+        "layers) compute weight gradients as `grad_output.t().matmul(total_input)`. In the GLM4 alignment case "
+        "(seeds/000) the first step's loss matched but the second step's grad norm did not: the PyTorch side ran "
+        "the matmul on the non-contiguous `.t()` view, the MindSpore side made it contiguous first, and only dW "
+        "differed. Adding `.contiguous()` made both sides equal.",
+        fix="`grad_weight = grad_output.t().contiguous().matmul(total_input)`.",
+        references=("seeds/000 GLM4 case",),
+    )
+    invalid = (
+        Example.script("""
+            import torch
+
+
+            class LinearWithGradAccumulation(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, input, weight, bias):
+                    ctx.save_for_backward(input, weight)
+                    return torch.matmul(input, weight.t()) + bias
+
+                @staticmethod
+                def backward(ctx, grad_output):
+                    input, weight = ctx.saved_tensors
+                    grad_input = grad_output.matmul(weight)
+                    grad_output = grad_output.contiguous()
+                    grad_output = grad_output.view(grad_output.shape[0] * grad_output.shape[1], grad_output.shape[2])
+                    total_input = input.view(input.shape[0] * input.shape[1], input.shape[2])
+                    grad_weight = grad_output.t().matmul(total_input)  # expect: ACL502
+                    grad_bias = grad_output.sum(dim=0)
+                    return grad_input, grad_weight, grad_bias
+        """, "a Megatron-style ColumnParallelLinear backward (the GLM4 case)"),
+        Example.script("""
+            from torch.autograd import Function
+
+
+            class Projection(Function):
+                @staticmethod
+                def backward(ctx, grad):
+                    x, w = ctx.saved_tensors
+                    g_t = grad.transpose(-1, -2)
+                    return grad @ w, g_t @ x  # expect: ACL502
+        """, "through a local name and the @ operator"),
+    )
+    valid = (
+        Example.script("""
+            import torch
+
+
+            class LinearWithGradAccumulation(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, input, weight):
+                    ctx.save_for_backward(input, weight)
+                    return torch.matmul(input, weight.t())
+
+                @staticmethod
+                def backward(ctx, grad_output):
+                    input, weight = ctx.saved_tensors
+                    grad_input = grad_output.matmul(weight)
+                    grad_weight = grad_output.t().contiguous().matmul(input)
+                    return grad_input, grad_weight
+
+
+            def attention(q, k):
+                return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+        """, "`.contiguous()` in the backward; a transposed key in a forward pass is normal"),
+    )
+
+    def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
+        call = event.call
+        is_matmul = call.callee == "@" or call.method in _MATMUL_METHODS and not call.names or \
+            bool(call.names & _MATMUL_FUNCTIONS)
+        if not is_matmul or not in_autograd_backward(ctx.facts, call.scope):
+            return ""
+        operands = ([short(receiver(call))] if event.receiver_transposed else []) + \
+                   [short(a.value) for a in event.transposed_args]
+        return (f"matmul on the transposed view `{operands[0]}` in `{call.scope}` without `.contiguous()`: the "
+                "weight gradient depends on the layout (the GLM4 case: dW differed until `.contiguous()` was added).")
+
+
+class TransposedIntoCollectiveOrKernel(ContiguityRule):
+    code = "ACL503"
+    name = "transposed-into-collective"
+    summary = "A transposed tensor passed to a collective or an NPU fused kernel"
+    doc = RuleDoc(
+        what="Reports a transposed view passed to a `torch.distributed` collective (`all_reduce`, `all_gather`, "
+        "`reduce_scatter`, `broadcast`, `all_to_all`, ...) or to a fused NPU kernel (`knowledge/fused_ops.toml`).",
+        why="Collectives send the tensor's storage: NCCL requires contiguous tensors and HCCL copies or rejects "
+        "non-contiguous ones, so the two sides take different paths, and an in-place `all_reduce` on a view "
+        "reduces into a temporary the caller never sees. Fused NPU kernels such as `npu_swiglu` do not support "
+        "non-contiguous input (OPP docs).",
+        fix="Pass `x.transpose(...).contiguous()`.",
+    )
+    invalid = (
+        Example.script("""
+            import torch.distributed as dist
+            import torch_npu
+
+
+            def reduce_grad(grad, group):
+                dist.all_reduce(grad.t(), group=group)  # expect: ACL503
+
+
+            def gated(x):
+                y = x.transpose(0, 1)
+                return torch_npu.npu_swiglu(y, dim=-1)  # expect: ACL503
+        """),
+    )
+    valid = (
+        Example.script("""
+            import torch.distributed as dist
+            import torch_npu
+
+
+            def reduce_grad(grad, group):
+                dist.all_reduce(grad.t().contiguous(), group=group)
+
+
+            def gated(x):
+                return torch_npu.npu_swiglu(x.transpose(0, 1).contiguous(), dim=-1)
+        """),
+    )
+
+    def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
+        call = event.call
+        if not event.transposed_args:
+            return ""
+        if call.names & _COLLECTIVES:
+            kind = "the collective"
+        elif call.names & fused_names():
+            kind = "the fused NPU kernel"
+        else:
+            return ""
+        return (f"`{short(event.transposed_args[0].value)}` is a transposed (non-contiguous) view passed to {kind} "
+                f"`{call.callee}`.")
+
+
+RULES = [TransposedView(), TransposedMatmulInBackward(), TransposedIntoCollectiveOrKernel()]

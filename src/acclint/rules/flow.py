@@ -71,8 +71,10 @@ def _index_by_method(facts: FileFacts) -> dict:
 
 def mentions_any(facts: FileFacts, prefixes: tuple) -> bool:
     """The file imports or calls something under one of the qualified-name prefixes."""
-    if any(imp.module.startswith(prefixes) for imp in facts.imports):
-        return True
+    for imp in facts.imports:
+        full = f"{imp.module}.{imp.name}" if imp.name else imp.module
+        if full.startswith(prefixes) or imp.module.startswith(prefixes):
+            return True
     return any(name.startswith(prefixes) for call in facts.calls for name in call.names)
 
 
