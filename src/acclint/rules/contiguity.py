@@ -10,7 +10,7 @@ from typing import ClassVar
 from acclint.linter.context import FileContext
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.flow import LayoutEvent, in_autograd_backward, layout_events, receiver, short
-from acclint.rules.fused_op import _names as fused_names
+from acclint.rules.fused_op import contiguous_only
 
 _MATMUL_METHODS = frozenset({"matmul", "mm", "bmm"})
 _MATMUL_FUNCTIONS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm",
@@ -182,7 +182,9 @@ class TransposedIntoCollectiveOrKernel(ContiguityRule):
     summary = "A transposed tensor passed to a collective or an NPU fused kernel"
     doc = RuleDoc(
         what="Reports a transposed view passed to a `torch.distributed` collective (`all_reduce`, `all_gather`, "
-        "`reduce_scatter`, `broadcast`, `all_to_all`, ...) or to a fused NPU kernel (`knowledge/fused_ops.toml`).",
+        "`reduce_scatter`, `broadcast`, `all_to_all`, ...) or to a fused NPU kernel documented as not accepting "
+        "non-contiguous input (`contiguous_input` in `knowledge/fused_ops.toml`, e.g. `npu_swiglu`). MC2 kernels "
+        "take a transposed weight by design and are not reported.",
         why="Collectives send the tensor's storage: NCCL requires contiguous tensors and HCCL copies or rejects "
         "non-contiguous ones, so the two sides take different paths, and an in-place `all_reduce` on a view "
         "reduces into a temporary the caller never sees. Fused NPU kernels such as `npu_swiglu` do not support "
@@ -225,7 +227,7 @@ class TransposedIntoCollectiveOrKernel(ContiguityRule):
             return ""
         if call.names & _COLLECTIVES:
             kind = "the collective"
-        elif call.names & fused_names():
+        elif call.names & contiguous_only():
             kind = "the fused NPU kernel"
         else:
             return ""

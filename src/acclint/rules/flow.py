@@ -101,6 +101,8 @@ def transposed(value: Optional[Value], held: dict) -> bool:
         state = True  # `w.T`
     else:
         state = held.get(value.base, False)
+    if "contiguous" in value.chain[:-1] and value.chain[-1] in TRANSPOSING:
+        return False  # `x.t().contiguous().t()`: a layout chosen on purpose (e.g. for alignment)
     for method in value.chain:
         if method in TRANSPOSING:
             state = True

@@ -42,7 +42,10 @@ class MindSporeDefault(Rule):
             problem = self.problem(call, entry)
             if problem:
                 ctx.report(self, call.node, f"`{call.callee}` with {problem}: MindSpore uses {entry['mindspore']}; "
-                           f"PyTorch uses {entry['torch']}.", fix=self.doc.fix)
+                           f"PyTorch uses {entry['torch']}.", fix=self.doc.fix, severity=self.severity_of(problem))
+
+    def severity_of(self, problem: str) -> Optional[str]:
+        return None
 
 
 def _doc(what: str, why: str, fix: str, key: str) -> RuleDoc:
@@ -205,7 +208,8 @@ class ConvDefaults(MindSporeDefault):
     name = "mindspore-conv-defaults"
     key = "conv"
     summary = "mindspore.nn.Conv1d/2d/3d without `pad_mode` / `has_bias` ('same' padding, no bias)"
-    doc = _doc("Reports `mindspore.nn.Conv1d/Conv2d/Conv3d(...)` without `pad_mode` or without `has_bias`.",
+    doc = _doc("Reports `mindspore.nn.Conv1d/Conv2d/Conv3d(...)` without `pad_mode` (warning) or without `has_bias` "
+               "(info: a conv before BatchNorm is bias-free in PyTorch code too).",
                "MindSpore pads with `pad_mode='same'` by default and has **no bias**; PyTorch's `nn.Conv2d` pads "
                "**0** (padding='valid' semantics) and has a bias. The output size changes for kernels above 1, and "
                "with 'same' and an odd total padding MindSpore puts the extra element bottom/right where PyTorch "
@@ -215,7 +219,7 @@ class ConvDefaults(MindSporeDefault):
         from mindspore import nn
 
         conv = nn.Conv2d(3, 64, 3, stride=2)  # expect: ACL706
-        conv2 = nn.Conv2d(64, 64, 3, pad_mode="pad", padding=1)  # expect: ACL706
+        conv2 = nn.Conv1d(64, 64, 3, has_bias=True)  # expect: ACL706
     """),)
     valid = (Example.script("""
         from mindspore import nn
@@ -228,6 +232,10 @@ class ConvDefaults(MindSporeDefault):
         missing = [f"`{k}`" for k, p in ((entry["pad_keyword"], entry["pad_position"]),
                                          (entry["bias_keyword"], entry["bias_position"])) if not _given(call, k, p)]
         return f"no {' and no '.join(missing)}" if missing else None
+
+    def severity_of(self, problem: str) -> Optional[str]:
+        # has_bias alone: a conv before a BatchNorm is bias-free in PyTorch code too (bias=False).
+        return None if "pad_mode" in problem else "info"
 
 
 class KeywordsDefault(MindSporeDefault):
@@ -353,7 +361,9 @@ class TrainedWithoutSetTrain(Rule):
 
     def check_file(self, ctx: FileContext) -> None:
         facts = ctx.facts
-        wrappers = calls_named(facts, frozenset(_entry("set_train")["wrappers"]))
+        # Built inside a Cell (a custom TrainOneStepCell's __init__): the script that runs it sets the mode.
+        wrappers = [c for c in calls_named(facts, frozenset(_entry("set_train")["wrappers"]))
+                    if getattr(facts.functions.get(c.scope), "owner", None) is None]
         if not wrappers or _sets_train(facts):
             return
         first = wrappers[0]

@@ -24,6 +24,11 @@ def _names(*families: str) -> frozenset:
     return frozenset(name for name, op in _ops().items() if not families or op["family"] in families)
 
 
+def contiguous_only() -> frozenset:
+    """Kernels whose docs say non-contiguous input is unsupported."""
+    return frozenset(name for name, op in _ops().items() if op.get("contiguous_input"))
+
+
 def _has_star(call: Call) -> bool:
     return any(a.star for a in call.args)
 

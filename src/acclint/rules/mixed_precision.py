@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
-from acclint.linter.context import FileContext
+from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.flow import calls_named, calls_with_method, mentions_any, receiver, value_of
@@ -77,8 +77,9 @@ def _half_models(facts: FileFacts) -> list:
             continue
         target = receiver(call)
         name = (target.dotted or target.base or "") if target is not None else ""
-        looks_like_model = any(h in name.rsplit(".", 1)[-1].lower() for h in _MODEL_HINTS) or (
-            target is not None and target.base_call and not target.chain)
+        constructor = target is not None and target.base_call and not target.chain and \
+            target.base.rsplit(".", 1)[-1][:1].isupper()  # `Net(...).half()`
+        looks_like_model = any(h in name.rsplit(".", 1)[-1].lower() for h in _MODEL_HINTS) or constructor
         if not looks_like_model:
             continue
         if call.method == "half" or any(_is_fp16(a.value) for a in call.args if a.keyword in (None, "dtype")):
@@ -112,6 +113,12 @@ def _has_scaler(facts: FileFacts) -> bool:
         if any(h in text for h in hints):
             return True
     return any(a.keyword in ("loss_scale_manager", "loss_scale") for c in facts.calls for a in c.args)
+
+
+def _is_test_file(facts: FileFacts) -> bool:
+    """Unit tests compare a layer's fp16 outputs and grads; they are not training runs."""
+    name = facts.path.rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py")
 
 
 def _calls_backward(facts: FileFacts) -> bool:
@@ -196,9 +203,10 @@ class Fp16WithoutLossScaling(Rule):
 
     def check_file(self, ctx: FileContext) -> None:
         facts = ctx.facts
-        if not _calls_backward(facts) or _has_scaler(facts):
+        if _is_test_file(facts) or not _calls_backward(facts) or _has_scaler(facts):
             return
-        for call in _fp16_autocasts(facts) + _half_models(facts) + _apex_unscaled(facts):
+        sites = sorted(_fp16_autocasts(facts) + _half_models(facts) + _apex_unscaled(facts), key=lambda c: c.order)
+        for call in sites[:1]:  # one finding per file: the missing scaler is one omission
             what = ("apex amp with no loss scaling" if call.names & _set("apex_initialize")
                     else "the model cast to fp16" if call.method in ("half", "to") else "fp16 autocast")
             ctx.report(self, call.node, f"{what} and `backward()` in this file, but no loss scaler: fp16 "
@@ -314,7 +322,8 @@ class AutocastCudaOnNpu(Rule):
     severity = "warning"
     summary = "autocast fixed to device_type 'cuda' (or chosen by a CUDA-only test) in a script that runs on NPU"
     doc = RuleDoc(
-        what="Reports, in a file that uses torch_npu, an autocast whose `device_type` is the literal \"cuda\" "
+        what="Reports, in a training program that uses torch_npu and does not import "
+        "`torch_npu.contrib.transfer_to_npu`, an autocast whose `device_type` is the literal \"cuda\" "
         "(`torch.autocast('cuda')`, `torch.cuda.amp.autocast()`), or a name assigned from a test that knows only "
         "cuda and cpu (`'cuda' if torch.cuda.is_available() else 'cpu'`).",
         why="autocast only changes ops of the device type it names. On an NPU host `torch.cuda.is_available()` is "
@@ -330,11 +339,10 @@ class AutocastCudaOnNpu(Rule):
             import torch_npu
 
             device_type = "cuda" if torch.cuda.is_available() else "cpu"
-
-
-            def step(model, x):
-                with torch.autocast(device_type=device_type, dtype=torch.bfloat16):  # expect: ACL603
-                    return model(x.npu())
+            model = torch.nn.Linear(8, 8).npu()
+            with torch.autocast(device_type=device_type, dtype=torch.bfloat16):  # expect: ACL603
+                loss = model(torch.randn(4, 8).npu()).sum()
+            loss.backward()
         """, "device type from a CUDA-only test"),
         Example.script("""
             import torch
@@ -343,7 +351,11 @@ class AutocastCudaOnNpu(Rule):
 
             def step(model, x):
                 with torch.cuda.amp.autocast(dtype=torch.bfloat16):  # expect: ACL603
-                    return model(x.npu())
+                    return model(x.npu()).sum()
+
+
+            if __name__ == "__main__":
+                step(torch.nn.Linear(8, 8).npu(), torch.randn(4, 8)).backward()
         """, "torch.cuda.amp.autocast on NPU"),
     )
     valid = (
@@ -351,51 +363,62 @@ class AutocastCudaOnNpu(Rule):
             import torch
             import torch_npu
 
-
-            def step(model, x):
-                with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16):
-                    return model(x)
+            model = torch.nn.Linear(8, 8).npu()
+            x = torch.randn(4, 8).npu()
+            with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16):
+                loss = model(x).sum()
+            loss.backward()
         """),
         Example.script("""
             import torch
             import torch_npu
             from torch_npu.contrib import transfer_to_npu
 
-
-            def step(model, x):
-                with torch.cuda.amp.autocast(dtype=torch.bfloat16):
-                    return model(x)
-        """, "transfer_to_npu maps torch.cuda.amp to NPU"),
+            model = torch.nn.Linear(8, 8).cuda()
+            with torch.cuda.amp.autocast(dtype=torch.bfloat16):
+                loss = model(torch.randn(4, 8).cuda()).sum()
+            loss.backward()
+        """, "transfer_to_npu maps torch.cuda.amp and 'cuda' device types to NPU"),
         Example.script("""
             import torch
 
-
-            def step(model, x):
-                with torch.autocast("cuda", dtype=torch.bfloat16):
-                    return model(x)
+            model = torch.nn.Linear(8, 8).cuda()
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(torch.randn(4, 8).cuda()).sum()
+            loss.backward()
         """, "a GPU-only script"),
     )
 
-    def check_file(self, ctx: FileContext) -> None:
-        facts = ctx.facts
-        if not _npu_file(facts) or mentions_any(facts, ("torch_npu.contrib.transfer_to_npu",)):
+    def check_program(self, ctx: ProgramContext) -> None:
+        # transfer_to_npu rewrites "cuda" device types (autocast included) and makes
+        # torch.cuda.is_available() report NPUs: whether "cuda" is wrong depends on the whole program.
+        files = ctx.program.files
+        if any(mentions_any(f, ("torch_npu.contrib.transfer_to_npu",)) for f in files):
             return
+        if not any(_npu_file(f) for f in files):
+            return
+        for facts in files:
+            for call, message, fix in self._findings(facts):
+                ctx.report(self, facts, call.node, message, fix=fix)
+
+    @staticmethod
+    def _findings(facts: FileFacts):
         for call in calls_named(facts, _set("autocasts")):
             if any(n.startswith("torch.cuda.") for n in call.names):
-                ctx.report(self, call.node, f"`{call.callee}` only affects CUDA ops; in this NPU script the NPU "
-                           "ops run in fp32.", fix="torch.autocast(device_type='npu', dtype=...)")
+                yield (call, f"`{call.callee}` only affects CUDA ops; in this NPU program the NPU ops run in fp32.",
+                       "torch.autocast(device_type='npu', dtype=...)")
                 continue
             arg = call.arg("device_type", 0)
             if arg is None:
                 continue
             value = value_of(facts, arg.value, call)
             if value.literal == "cuda" or (isinstance(value.literal, str) and value.literal.startswith("cuda:")):
-                ctx.report(self, call.node, "autocast device_type='cuda' in an NPU script: NPU ops run in fp32.",
-                           fix="device_type='npu' (or x.device.type)")
+                yield (call, "autocast device_type='cuda' in an NPU program: NPU ops run in fp32.",
+                       "device_type='npu' (or x.device.type)")
             elif _cuda_only(value.mentions):
-                ctx.report(self, call.node, f"autocast device_type `{arg.value.dotted or 'expression'}` comes from "
-                           "a test that knows only cuda/cpu: on an NPU host it is 'cpu' and NPU ops run in fp32.",
-                           fix="test torch.npu.is_available() as well, or use x.device.type")
+                yield (call, f"autocast device_type `{arg.value.dotted or 'expression'}` comes from a test that "
+                       "knows only cuda/cpu: on an NPU host it is 'cpu' and NPU ops run in fp32.",
+                       "test torch.npu.is_available() as well, or use x.device.type")
 
 
 class ScalerOnlyOnCuda(Rule):
