@@ -144,24 +144,21 @@ def _collect_mentions(node: cst.CSTNode, found: set, depth: int) -> None:
     if dotted is not None:
         found.add(dotted)
         return
-    if kind is cst.Comparison:
-        _collect_mentions(node.left, found, depth + 1)
-        for target in node.comparisons:
-            _collect_mentions(target.comparator, found, depth + 1)
-    elif kind is cst.BooleanOperation:
-        _collect_mentions(node.left, found, depth + 1)
-        _collect_mentions(node.right, found, depth + 1)
-    elif kind is cst.UnaryOperation:
-        _collect_mentions(node.expression, found, depth + 1)
-    elif kind is cst.IfExp:
-        for part in (node.test, node.body, node.orelse):
-            _collect_mentions(part, found, depth + 1)
-    elif kind is cst.Call:
-        _collect_mentions(node.func, found, depth + 1)
-        for arg in node.args:
-            _collect_mentions(arg.value, found, depth + 1)
-    elif kind is cst.Attribute:
-        _collect_mentions(node.value, found, depth + 1)
+    children = _MENTION_CHILDREN.get(kind)
+    if children is not None:
+        for child in children(node):
+            _collect_mentions(child, found, depth + 1)
+
+
+# Where a condition's parts are: comparisons, and/or/not, `a if c else b`, calls and attributes.
+_MENTION_CHILDREN = {
+    cst.Comparison: lambda n: (n.left, *(target.comparator for target in n.comparisons)),
+    cst.BooleanOperation: lambda n: (n.left, n.right),
+    cst.UnaryOperation: lambda n: (n.expression,),
+    cst.IfExp: lambda n: (n.test, n.body, n.orelse),
+    cst.Call: lambda n: (n.func, *(arg.value for arg in n.args)),
+    cst.Attribute: lambda n: (n.value,),
+}
 
 
 @lru_cache(maxsize=8192)

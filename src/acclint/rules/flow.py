@@ -34,38 +34,33 @@ def cached(facts: FileFacts, key: str, build):
 
 
 def calls_named(facts: FileFacts, names) -> list:
-    """Calls whose callee resolves to one of `names` (a frozenset), in source order."""
-    index = cached(facts, "by-name", _index_by_name)
-    found = []
-    for name in names:
-        found.extend(index.get(name, ()))
-    if len(found) > 1:
-        found.sort(key=lambda c: c.order)
-    return found
+    """Calls whose callee resolves to one of `names`, in source order."""
+    return _lookup(cached(facts, "by-name", _index_by_name), names)
 
 
 def calls_with_method(facts: FileFacts, methods) -> list:
-    index = cached(facts, "by-method", _index_by_method)
-    found = []
-    for method in methods:
-        found.extend(index.get(method, ()))
-    if len(found) > 1:
-        found.sort(key=lambda c: c.order)
-    return found
+    """Calls of a method (or function) with one of these last names, in source order."""
+    return _lookup(cached(facts, "by-method", _index_by_method), methods)
+
+
+def _lookup(index: dict, keys) -> list:
+    found = {id(call): call for key in keys for call in index.get(key, ())}
+    return sorted(found.values(), key=lambda c: c.order) if len(found) > 1 else list(found.values())
 
 
 def _index_by_name(facts: FileFacts) -> dict:
-    index: dict = {}
-    for call in facts.calls:
-        for name in call.names:
-            index.setdefault(name, []).append(call)
-    return index
+    return _index(facts, lambda call: call.names)
 
 
 def _index_by_method(facts: FileFacts) -> dict:
+    return _index(facts, lambda call: (call.method,))
+
+
+def _index(facts: FileFacts, keys_of) -> dict:
     index: dict = {}
     for call in facts.calls:
-        index.setdefault(call.method, []).append(call)
+        for key in keys_of(call):
+            index.setdefault(key, []).append(call)
     return index
 
 
