@@ -80,7 +80,14 @@ class TransposedView(ContiguityRule):
                 context = context.permute(0, 2, 1, 3).contiguous()
                 out = context.view(batch, seq, hidden)
                 return out.transpose(0, 1).reshape(-1), out.t().view(torch.int32)
-        """, "contiguous first, reshape, and a dtype view"),
+
+
+            def rope_on_batch_first(q, rope):
+                q = q.transpose(0, 1)
+                q[..., -64:] = rope(q[..., -64:])
+                q = q.transpose(0, 1)  # back to the original layout
+                return q.view(*q.shape[:2], -1)
+        """, "contiguous first, reshape, a dtype view, a transpose undone"),
     )
 
     def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
@@ -97,7 +104,10 @@ class TransposedMatmulInBackward(ContiguityRule):
     summary = "A transposed tensor reaches a matmul in a custom autograd backward without `.contiguous()`"
     doc = RuleDoc(
         what="Reports, inside `backward` of a `torch.autograd.Function`, a matmul (`.matmul`, `.mm`, `.bmm`, "
-        "`torch.matmul`, `@`) whose operand is a transposed view without `.contiguous()`.",
+        "`torch.matmul`, `@`) whose operand is a transposed view of the incoming gradient (a parameter of "
+        "`backward`, or a name containing `grad`) without `.contiguous()`. Transposed weights and saved inputs "
+        "(`grad_output.matmul(weight)`, `torch.matmul(dy, w.t())`) are how every linear backward is written and "
+        "are not reported.",
         why="Hand-written backwards (Megatron's `LinearWithGradAccumulationAndAsyncCommunication`, custom fused "
         "layers) compute weight gradients as `grad_output.t().matmul(total_input)`. In the GLM4 alignment case "
         "(seeds/000) the first step's loss matched but the second step's grad norm did not: the PyTorch side ran "
@@ -159,9 +169,19 @@ class TransposedMatmulInBackward(ContiguityRule):
                     return grad_input, grad_weight
 
 
+            class GroupedMLP(torch.autograd.Function):
+                @staticmethod
+                def backward(ctx, grad_outs):
+                    inputs, weights = ctx.saved_tensors
+                    grad_inputs = torch.matmul(grad_outs, weights.t())
+                    grad_weights = torch.matmul(inputs.t(), grad_outs)
+                    return grad_inputs, grad_weights
+
+
             def attention(q, k):
                 return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
-        """, "`.contiguous()` in the backward; a transposed key in a forward pass is normal"),
+        """, "`.contiguous()` on the gradient; transposed weights/inputs in a backward and a transposed key in a "
+            "forward pass are normal"),
     )
 
     def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
@@ -170,10 +190,22 @@ class TransposedMatmulInBackward(ContiguityRule):
             bool(call.names & _MATMUL_FUNCTIONS)
         if not is_matmul or not in_autograd_backward(ctx.facts, call.scope):
             return ""
-        operands = ([short(receiver(call))] if event.receiver_transposed else []) + \
-                   [short(a.value) for a in event.transposed_args]
-        return (f"matmul on the transposed view `{operands[0]}` in `{call.scope}` without `.contiguous()`: the "
-                "weight gradient depends on the layout (the GLM4 case: dW differed until `.contiguous()` was added).")
+        operands = ([(short(receiver(call)), event.receiver_transposed)] if event.receiver_transposed else []) + \
+            [(short(a.value), root) for a, root in zip(event.transposed_args, event.roots)]
+        # The GLM4 case is the incoming gradient transposed (`grad_output.t()`); a transposed parameter or saved
+        # input (`weight.t()`, the usual dX = dY @ W^T) is how every linear backward is written.
+        incoming = _incoming_gradients(ctx.facts, call.scope)
+        gradients = [(text, root) for text, root in operands if root in incoming or "grad" in root.lower()]
+        if not gradients:
+            return ""
+        return (f"matmul on the transposed gradient `{gradients[0][0]}` in `{call.scope}` without `.contiguous()`: "
+                "the weight gradient depends on its layout (the GLM4 case: dW differed until `.contiguous()` was "
+                "added).")
+
+
+def _incoming_gradients(facts, scope: str) -> set:
+    function = facts.functions.get(scope)
+    return set(function.params[1:]) if function is not None else set()
 
 
 class TransposedIntoCollectiveOrKernel(ContiguityRule):

@@ -86,24 +86,27 @@ def short(value: Value) -> str:
 
 # -- layouts: which names hold transposed views ---------------------------------------------------
 
-def transposed(value: Optional[Value], held: dict) -> bool:
-    """Whether the expression is a transposed view, given the names that hold one (`held`)."""
+def transposed(value: Optional[Value], held: dict) -> str:
+    """The name a transposed view was taken of ("" when the expression is not one); `held` maps the
+    names that hold a transposed view to theirs."""
     if value is None or value.base is None:
-        return False
+        return ""
+    root = value.base
     if value.base_call:
         state = bool(value.base_names & TRANSPOSING_FUNCTIONS)
     elif value.base.rsplit(".", 1)[-1] in TRANSPOSING and "." in value.base:
-        state = True  # `w.T`
+        state, root = True, value.base.rsplit(".", 1)[0]  # `w.T`
     else:
-        state = held.get(value.base, False)
+        state = value.base in held
+        root = held.get(value.base, root)
     if "contiguous" in value.chain[:-1] and value.chain[-1] in TRANSPOSING:
-        return False  # `x.t().contiguous().t()`: a layout chosen on purpose (e.g. for alignment)
+        return ""  # `x.t().contiguous().t()`: a layout chosen on purpose (e.g. for alignment)
     for method in value.chain:
         if method in TRANSPOSING:
-            state = True
+            state = not state  # transposing a transposed view often restores it: then unknown, not reported
         elif method not in STRIDE_KEEPING:
             state = False  # .contiguous(), .reshape(), arithmetic results: fresh memory or unknown
-    return state
+    return root if state else ""
 
 
 def receiver(call: Call) -> Optional[Value]:
@@ -119,8 +122,9 @@ def receiver(call: Call) -> Optional[Value]:
 @dataclass
 class LayoutEvent:
     call: Call
-    receiver_transposed: bool
+    receiver_transposed: str  # the name the receiver is a transposed view of, or ""
     transposed_args: list = field(default_factory=list)  # Args holding a transposed view
+    roots: list = field(default_factory=list)  # what each of those is a transposed view of
 
 
 def layout_events(facts: FileFacts) -> list:
@@ -135,14 +139,15 @@ def _layout_events(facts: FileFacts) -> list:
         for item in items:
             if isinstance(item, Call):
                 if item.callee == "@" or item.method in _LAYOUT_SENSITIVE or item.names:
-                    args = [a for a in item.args if not a.star and transposed(a.value, held)]
+                    args = [(a, transposed(a.value, held)) for a in item.args if not a.star]
+                    args = [(a, root) for a, root in args if root]
                     rec = transposed(receiver(item), held)
                     if rec or args:
-                        events.append(LayoutEvent(item, rec, args))
+                        events.append(LayoutEvent(item, rec, [a for a, _ in args], [r for _, r in args]))
             else:
-                state = transposed(item.value, held)
-                if state:
-                    held[item.name] = True
+                root = transposed(item.value, held)
+                if root:
+                    held[item.name] = root
                 else:
                     held.pop(item.name, None)
     return events

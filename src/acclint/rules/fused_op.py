@@ -138,7 +138,8 @@ class FusionAttentionScale(FusedTrap):
                 return None
             return (f"`{call.callee}` without `scale`: the kernel uses scale=1.0, while SDPA and composed GPU "
                     "attention scale logits by 1/sqrt(head_dim).", "scale=1.0 / math.sqrt(head_dim)")
-        literal = value_of(facts, arg.value, call).literal
+        # Only a literal 1 at the call: `scale=sm_scale` set to 1 for a kernel comparison is deliberate.
+        literal = arg.value.literal
         if isinstance(literal, (int, float)) and not isinstance(literal, bool) and literal == 1:
             return (f"`{call.callee}` with scale=1.0: SDPA and composed GPU attention scale logits by "
                     "1/sqrt(head_dim).", "scale=1.0 / math.sqrt(head_dim)")
