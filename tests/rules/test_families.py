@@ -217,3 +217,25 @@ def test_checklist_code_has_nothing_at_warning_or_above(tmp_path):
     result = _scan(tmp_path, CHECKLIST)
     loud = [f"{f.path}:{f.line} {f.rule} {f.message}" for f in result.findings if f.severity != "info"]
     assert loud == []
+
+
+def test_troubleshooter_fix_random_counts_as_seeding(tmp_path):
+    seed_rules = [r for r in all_rules() if r.category == "seed"]
+    program = """
+        import random
+        import numpy as np
+        import torch
+        {seed}
+
+        if __name__ == "__main__":
+            {call}
+            random.shuffle([1, 2])
+            np.random.rand(2)
+            torch.nn.Linear(2, 2)(torch.ones(2)).sum().backward()
+    """
+    seeded = _scan(tmp_path / "a", {"train.py": program.format(seed="import troubleshooter as ts",
+                                                             call="ts.widget.fix_random(16)")}, seed_rules)
+    unseeded = _scan(tmp_path / "b", {"train.py": program.format(seed="", call="pass")}, seed_rules)
+    codes = lambda result: {f.rule for f in result.findings if f.severity == "warning"}
+    assert {"ACL101", "ACL103"} <= codes(unseeded)
+    assert not {"ACL101", "ACL103", "ACL104"} & codes(seeded)

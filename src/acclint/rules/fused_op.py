@@ -12,7 +12,7 @@ from acclint.knowledge import table
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.flow import calls_named, in_autograd_backward, short, value_of
+from acclint.rules.flow import calls_named, in_autograd_backward, mentions_any, short, value_of
 
 
 @lru_cache(maxsize=1)
@@ -528,4 +528,67 @@ FusedOpUse.invalid = FusedOpUse.invalid + (
     ),
 )
 
-RULES = [FusedOpUse(), *_TRAPS]
+_GELUS = frozenset({"torch.nn.functional.gelu", "torch.nn.GELU"})
+
+
+class NativeGeluOnNpu(Rule):
+    code = "ACL407"
+    name = "native-gelu-on-npu"
+    category = "fused-op"
+    severity = "info"
+    summary = "Native GELU in an NPU file: the NPU kernel may compute the tanh form whatever `approximate` says"
+    doc = RuleDoc(
+        what="Reports `F.gelu(...)` / `nn.GELU(...)` without `approximate='tanh'` in a file that uses torch_npu.",
+        why="The op-plugin notice for `npu_gelu` says that on NPU the native `torch.nn.functional.gelu` ignores "
+        "`approximate` and computes the **tanh** approximation, while the GPU computes the exact **erf** GELU "
+        "(`approximate='none'`, the default); `torch_npu.npu_gelu(x, approximate='none')` gives explicit control. "
+        "The torch_npu versions the notice applies to are not documented (knowledge.md §7), hence info.",
+        fix="Where erf-GELU parity matters, call `torch_npu.npu_gelu(x, approximate='none')` on the NPU side, or "
+        "use the tanh form on both sides.",
+        references=("knowledge.md §2.1 npu_gelu; quick seed 6",),
+    )
+    invalid = (
+        Example.script("""
+            import torch
+            import torch.nn.functional as F
+            import torch_npu
+
+
+            def mlp(x, w1, w2):
+                return F.gelu(x @ w1) @ w2  # expect: ACL407
+        """),
+    )
+    valid = (
+        Example.script("""
+            import torch.nn.functional as F
+            import torch_npu
+
+
+            def mlp(x, w1, w2):
+                return torch_npu.npu_gelu(x @ w1, approximate="none") @ w2, F.gelu(x, approximate="tanh")
+        """),
+        Example.script("""
+            import torch.nn.functional as F
+
+
+            def mlp(x, w1, w2):
+                return F.gelu(x @ w1) @ w2
+        """, "a GPU-only file"),
+    )
+
+    def check_file(self, ctx: FileContext) -> None:
+        facts = ctx.facts
+        if not mentions_any(facts, ("torch_npu", "torch.npu")):
+            return
+        for call in calls_named(facts, _GELUS):
+            approximate = call.arg("approximate", 1 if "functional" in next(iter(call.names)) else 0)
+            if approximate is not None and (approximate.value.literal == "tanh" or not approximate.value.is_literal):
+                continue
+            if _has_star(call):
+                continue
+            ctx.report(self, call.node, f"`{call.callee}` in an NPU file: per the op-plugin notice the NPU kernel "
+                       "computes the tanh GELU whatever `approximate` says; the GPU computes the erf GELU.",
+                       fix="torch_npu.npu_gelu(x, approximate='none') where erf parity matters")
+
+
+RULES = [FusedOpUse(), *_TRAPS, NativeGeluOnNpu()]
