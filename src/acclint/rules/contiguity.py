@@ -52,7 +52,9 @@ class TransposedView(ContiguityRule):
     fix_text = "`.contiguous().view(...)` or `.reshape(...)`"
     doc = RuleDoc(
         what="Reports `.view(...)` called on a tensor that is a transposed view: produced by `.t()`, `.T`, `.mT`, "
-        "`.transpose()`, `.permute()`, `.swapaxes()`, `.movedim()`, directly or through a local name.",
+        "`.transpose()`, `.permute()`, `.swapaxes()`, `.movedim()`, directly or through a local name. A flattening "
+        "view (`.view(-1)`, one size) is a warning; a view to several sizes is info, because it is valid when it "
+        "only splits dims or the swapped dims have size 1 (which static analysis cannot see).",
         why="`view` reinterprets the existing strides. On a transposed tensor it raises "
         "(\"view size is not compatible with input tensor's size and stride\") unless the transposed dims happen to "
         "be of size 1, so whether it runs depends on shapes that differ between a GPU recipe and an NPU recipe "
@@ -94,8 +96,19 @@ class TransposedView(ContiguityRule):
         call = event.call
         if call.method != "view" or not event.receiver_transposed or _is_dtype_view(event):
             return ""
-        return (f"`.view()` on `{short(receiver(call))}`, a transposed (non-contiguous) view: it raises or depends "
-                "on the strides the device produced.")
+        return (f"`.view()` on `{short(receiver(call))}`, a transposed (non-contiguous) view: it raises unless the "
+                "shape change only splits dims or the swapped dims have size 1, and NPU kernels may return other "
+                "strides than CUDA ones.")
+
+    def check_file(self, ctx: FileContext) -> None:
+        for event in layout_events(ctx.facts):
+            message = self.matches(ctx, event)
+            if message:
+                # `.view(-1)` / `.view(n)` merges every dim: with a real transposition it cannot work. A view to
+                # several dims may only split dims (valid on any strides): shown, but not as a warning.
+                shape = [a for a in event.call.args if a.keyword is None]
+                flatten = len(shape) == 1 and not shape[0].star
+                ctx.report(self, event.call.node, message, fix=self.fix_text, severity=None if flatten else "info")
 
 
 class TransposedMatmulInBackward(ContiguityRule):

@@ -103,8 +103,14 @@ def _apex_unscaled(facts: FileFacts) -> list:
     return found
 
 
+_SCALER_NAMES = ("lossscaler", "gradscaler", "loss_scaler", "grad_scaler")
+
+
 def _has_scaler(facts: FileFacts) -> bool:
     if calls_named(facts, _set("scalers")):
+        return True
+    # A framework's own scaler (Megatron DynamicGradScaler, an FP16_Optimizer's DynamicLossScaler).
+    if any(any(h in (imp.name or imp.module).lower() for h in _SCALER_NAMES) for imp in facts.imports):
         return True
     hints = tuple(_mp()["scaler_receiver_hints"])
     for call in calls_with_method(facts, _mp()["scaler_methods"]):
@@ -191,6 +197,24 @@ class Fp16WithoutLossScaling(Rule):
                 loss = model(torch.randn(4, 8).npu()).sum()
             loss.backward()
         """, "bf16 needs no scaler"),
+        Example.script("""
+            import torch
+            from .loss_scaler import DynamicLossScaler
+
+
+            class FP16Module(torch.nn.Module):
+                def __init__(self, module):
+                    super().__init__()
+                    self.add_module("module", module.half())
+
+
+            class FP16Optimizer:
+                def __init__(self, optimizer):
+                    self.loss_scaler = DynamicLossScaler()
+
+                def backward(self, loss):
+                    (loss.float() * self.loss_scaler.loss_scale).backward()
+        """, "a framework's own fp16 optimizer with its loss scaler"),
         Example.script("""
             import torch
 
