@@ -42,10 +42,7 @@ class MindSporeDefault(Rule):
             problem = self.problem(call, entry)
             if problem:
                 ctx.report(self, call.node, f"`{call.callee}` with {problem}: MindSpore uses {entry['mindspore']}; "
-                           f"PyTorch uses {entry['torch']}.", fix=self.doc.fix, severity=self.severity_of(problem))
-
-    def severity_of(self, problem: str) -> Optional[str]:
-        return None
+                           f"PyTorch uses {entry['torch']}.", fix=self.doc.fix)
 
 
 def _doc(what: str, why: str, fix: str, key: str) -> RuleDoc:
@@ -208,8 +205,10 @@ class ConvDefaults(MindSporeDefault):
     name = "mindspore-conv-defaults"
     key = "conv"
     summary = "mindspore.nn.Conv1d/2d/3d without `pad_mode` / `has_bias` ('same' padding, no bias)"
-    doc = _doc("Reports `mindspore.nn.Conv1d/Conv2d/Conv3d(...)` without `pad_mode` (warning) or without `has_bias` "
-               "(info: a conv before BatchNorm is bias-free in PyTorch code too).",
+    doc = _doc("Reports `mindspore.nn.Conv1d/Conv2d/Conv3d(...)` without `pad_mode` (warning; info for stride 1 and "
+               "an odd kernel, where 'same' equals PyTorch's padding=k//2; not reported for 1x1 kernels and "
+               "kernel == stride, which pad nothing either way) or without `has_bias` (info: a conv before "
+               "BatchNorm is bias-free in PyTorch code too).",
                "MindSpore pads with `pad_mode='same'` by default and has **no bias**; PyTorch's `nn.Conv2d` pads "
                "**0** (padding='valid' semantics) and has a bias. The output size changes for kernels above 1, and "
                "with 'same' and an odd total padding MindSpore puts the extra element bottom/right where PyTorch "
@@ -219,23 +218,70 @@ class ConvDefaults(MindSporeDefault):
         from mindspore import nn
 
         conv = nn.Conv2d(3, 64, 3, stride=2)  # expect: ACL706
-        conv2 = nn.Conv1d(64, 64, 3, has_bias=True)  # expect: ACL706
+        conv2 = nn.Conv1d(64, 64, 4, has_bias=True)  # expect: ACL706
+        conv3 = nn.Conv2d(64, 64, kernel_size=k, stride=s, has_bias=True)  # expect: ACL706
     """),)
     valid = (Example.script("""
         from mindspore import nn
 
         conv = nn.Conv2d(3, 64, 3, stride=2, pad_mode="pad", padding=1, has_bias=True)
         conv2 = nn.Conv1d(64, 64, 1, pad_mode="valid", has_bias=False)
-    """),)
+        pointwise = nn.Conv2d(64, 128, kernel_size=1, has_bias=False)
+        patchify = nn.Conv2d(3, 96, kernel_size=4, stride=4, has_bias=True)
+    """, "explicit arguments; a 1x1 kernel and a patchify conv pad nothing either way"),)
 
     def problem(self, call: Call, entry: dict) -> Optional[str]:
-        missing = [f"`{k}`" for k, p in ((entry["pad_keyword"], entry["pad_position"]),
-                                         (entry["bias_keyword"], entry["bias_position"])) if not _given(call, k, p)]
+        pad = not _given(call, entry["pad_keyword"], entry["pad_position"])
+        bias = not _given(call, entry["bias_keyword"], entry["bias_position"])
+        if pad and _padding_irrelevant(call):
+            pad = False
+        missing = [name for name, absent in ((f"`{entry['pad_keyword']}`", pad), (f"`{entry['bias_keyword']}`", bias))
+                   if absent]
         return f"no {' and no '.join(missing)}" if missing else None
 
-    def severity_of(self, problem: str) -> Optional[str]:
-        # has_bias alone: a conv before a BatchNorm is bias-free in PyTorch code too (bias=False).
-        return None if "pad_mode" in problem else "info"
+    def check_file(self, ctx: FileContext) -> None:
+        entry = _entry(self.key)
+        for call in calls_named(ctx.facts, frozenset(entry["apis"])):
+            problem = self.problem(call, entry)
+            if not problem:
+                continue
+            if "pad_mode" not in problem:
+                severity, detail = "info", ""  # a conv before BatchNorm is bias-free in PyTorch code too
+            elif _same_as_torch_half_padding(call):
+                severity, detail = "info", (" With stride 1 and an odd kernel, 'same' equals PyTorch's "
+                                            "padding=kernel_size//2, not its default padding=0.")
+            else:
+                severity, detail = None, ""
+            ctx.report(self, call.node, f"`{call.callee}` with {problem}: MindSpore uses {entry['mindspore']}; "
+                       f"PyTorch uses {entry['torch']}.{detail}", fix=self.doc.fix, severity=severity)
+
+
+def _literal_ints(call: Call, keyword: str, position: int, default=None) -> Optional[tuple]:
+    arg = call.arg(keyword, position)
+    value = arg.value.literal if arg is not None else default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def _padding_irrelevant(call: Call) -> bool:
+    """A 1x1 kernel, or a kernel equal to its stride (patchify): 'same' pads nothing either way."""
+    kernel = _literal_ints(call, "kernel_size", 2)
+    if kernel is not None and set(kernel) == {1}:
+        return True
+    kernel_arg, stride_arg = call.arg("kernel_size", 2), call.arg("stride", 3)
+    if kernel_arg is None or stride_arg is None:
+        return False
+    same_literal = kernel is not None and kernel == _literal_ints(call, "stride", 3)
+    same_name = kernel_arg.value.dotted is not None and kernel_arg.value.dotted == stride_arg.value.dotted
+    return same_literal or same_name
+
+
+def _same_as_torch_half_padding(call: Call) -> bool:
+    kernel, stride = _literal_ints(call, "kernel_size", 2), _literal_ints(call, "stride", 3, default=1)
+    return kernel is not None and stride is not None and set(stride) == {1} and all(k % 2 for k in kernel)
 
 
 class KeywordsDefault(MindSporeDefault):
