@@ -70,7 +70,11 @@ def _flag_entry(call: ast.Call) -> tuple[list[str], dict] | None:
     entry["dest"] = dest if isinstance(dest, str) else long_options[0][2:].replace("-", "_")
     if "default" in keywords:
         default = _value(keywords["default"])
-        if default is _UNKNOWN:
+        if default is _UNKNOWN and isinstance(keywords["default"], ast.Attribute):
+            # `default=AttnBackend.auto`: an enum member, given on the command line by its name.
+            entry["default"] = keywords["default"].attr
+            entry["default_expr"] = ast.unparse(keywords["default"])
+        elif default is _UNKNOWN:
             entry["default_expr"] = ast.unparse(keywords["default"])
         elif default is not None:
             entry["default"] = default

@@ -137,6 +137,8 @@ class FileFacts:
     imports: list = field(default_factory=list)
     functions: dict = field(default_factory=dict)  # qualname -> FunctionDef
     classes: dict = field(default_factory=dict)  # qualname -> ClassDef
+    # `NAME = <literal>` per (scope, name): the last such assignment, as (value, node).
+    constants: dict = field(default_factory=dict)
     main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)

@@ -24,6 +24,8 @@ _SKIPPED_FIELDS = frozenset(
         "star", "asynchronous", "indent", "whitespace_before_colon", "whitespace_after_colon",
     }
 )
+# Values of `NAME = ...` worth recording as constants (`LR = 3e-4`, `BETAS = (0.9, 0.95)`).
+_CONSTANT_NODES = (cst.Integer, cst.Float, cst.SimpleString, cst.UnaryOperation, cst.Tuple, cst.List)
 _LEAVES = (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis)
 _FIELDS: dict = {}
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -276,6 +278,8 @@ class FileWalker:
             if isinstance(target, cst.Name):
                 if value_dotted is not None:
                     self.aliases.append((target.value, value_dotted))
+                elif isinstance(value, _CONSTANT_NODES):
+                    self._constant(node, target.value, value, state)
             elif isinstance(target, cst.Attribute):
                 self.facts.assignments.append(
                     F.Assignment(
@@ -294,6 +298,11 @@ class FileWalker:
             stack.append(_AssignedCall(targets[0].value, value))
             return None
         return state
+
+    def _constant(self, node, name: str, value, state: _State) -> None:
+        found = literal(value)
+        if found is not F.NOT_LITERAL:
+            self.facts.constants[(state.scope, name)] = (found, self._node(node))
 
     def _subscript_write(self, node, target: cst.Subscript, value, state: _State) -> None:
         base = dotted_name(target.value)

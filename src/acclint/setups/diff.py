@@ -1,0 +1,155 @@
+"""The diff of two setups: every setting that differs, with both places, and what is the same.
+
+LEFT is the reference (the GPU / PyTorch run); messages say what to change on the right.
+A key one side leaves out takes that side's launcher default (Megatron-LM, MindSpeed,
+MindSpeed-LLM: knowledge/launcher_defaults.toml) or constructor default, and the message says
+so. Two sides of different kinds (a launch script and a YAML config) compare only on the keys
+both define.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from acclint.setups import keys
+from acclint.setups.derived import derived_default
+from acclint.setups.messages import message
+from acclint.setups.record import Setting, Setup
+from acclint.setups.units import reconcile
+from acclint.setups.values import same
+
+# Categories whose settings are reported even when only one side writes them.
+ONE_SIDED_CATEGORIES = frozenset({"determinism", "seed", "fused-op", "mixed-precision"})
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    key: str
+    category: str
+    left: Setting
+    right: Setting
+    message: str
+
+
+@dataclass
+class DiffResult:
+    left: Setup
+    right: Setup
+    mismatches: list[Mismatch] = field(default_factory=list)
+    same: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # by the user or as not numerics-relevant
+    only_left: list[str] = field(default_factory=list)  # unknown keys one side alone writes
+    only_right: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        return self.left.problems + self.right.problems
+
+
+def diff_setups(left: Setup, right: Setup, ignore: Iterable[str] = ()) -> DiffResult:
+    result = DiffResult(left, right)
+    patterns = keys.expand_ignores(ignore)
+    lefts, rights = dict(left.settings), dict(right.settings)
+    reconcile(lefts, rights)
+    cross_kind = _comparable_kind(left) != _comparable_kind(right)
+    known = _known_keys()
+    for key in _ordered_keys(lefts, rights):
+        if keys.ignored(key) or keys.user_ignored(key, patterns):
+            result.ignored.append(key)
+            continue
+        l_setting = lefts.get(key) or _absent(left, lefts, key, rights.get(key))
+        r_setting = rights.get(key) or _absent(right, rights, key, lefts.get(key))
+        if l_setting is None or r_setting is None:
+            if not cross_kind and (key in known or keys.category(key) in ONE_SIDED_CATEGORIES):
+                l_setting = l_setting or _unset(key)
+                r_setting = r_setting or _unset(key)
+            else:
+                (result.only_left if r_setting is None else result.only_right).append(key)
+                continue
+        if _equal(l_setting, r_setting):
+            result.same.append(key)
+        else:
+            category = "framework-default" if _semantics_differ(l_setting, r_setting) else keys.category(key)
+            text = message(key, l_setting, r_setting, left, right)
+            result.mismatches.append(Mismatch(key, category, l_setting, r_setting, text))
+    return result
+
+
+def _comparable_kind(setup: Setup) -> str:
+    return "script" if setup.kind in ("launch", "python", "folder") else setup.kind
+
+
+def _ordered_keys(lefts: dict, rights: dict) -> list[str]:
+    """Left's keys in the order written, then right's own: a report reads like the script."""
+    def position(setting: Setting) -> tuple:
+        return (0, setting.where.path, setting.where.line) if setting.where else (1, "", 0)
+
+    left_keys = sorted(lefts, key=lambda k: position(lefts[k]))
+    right_only = sorted((k for k in rights if k not in lefts), key=lambda k: position(rights[k]))
+    return left_keys + right_only
+
+
+def _equal(left: Setting, right: Setting) -> bool:
+    if left.semantics != right.semantics:
+        return False
+    if not (left.known and right.known):
+        return left.known == right.known and left.value == right.value and left.written == right.written
+    return same(left.value, right.value)
+
+
+def _semantics_differ(left: Setting, right: Setting) -> bool:
+    return left.semantics != right.semantics and same(left.value, right.value)
+
+
+def _absent(side: Setup, settings: dict, key: str, counterpart: Optional[Setting]) -> Optional[Setting]:
+    """What `side` uses for a key it does not write: its launcher's default (or what Megatron
+    derives from other flags), the unfused form of a fused op the other side calls, or None."""
+    fused = keys.knowledge()["fused"]
+    if key in fused and counterpart is not None and counterpart.value is True:
+        composed = side.composed.get(key)
+        written = f"not called; computed unfused ({composed})" if composed else "not called"
+        return Setting(key, False, composed, origin="derived" if composed else "default", written=written)
+    if side.kind not in ("launch", "folder"):
+        return None
+    launcher = side.launcher
+    found = keys.launcher_flag(launcher, key) if launcher else None
+    if found is None and key in keys.npu_only_flags() and launcher == "megatron":
+        found = keys.launcher_flag("mindspeed-llm", key)
+        if found is not None:
+            name, record = found
+            return _default_setting(key, name, record, note="Megatron-LM has no such option")
+    if found is None:
+        return None
+    name, record = found
+    if record.get("default") is None and not keys.is_switch(record):
+        derived = derived_default(key, settings, _source(name))
+        if derived is not None:
+            return derived
+    return _default_setting(key, name, record)
+
+
+def _source(launcher: str) -> str:
+    owner = keys.LAUNCHER_NAMES.get(launcher, launcher)
+    version = keys.launcher_versions().get(launcher, "")
+    return f"{owner} {version} default".strip() if version else f"{owner} default"
+
+
+def _default_setting(key: str, launcher: str, record: dict, note: str = "") -> Setting:
+    source = _source(launcher)
+    if keys.is_switch(record):
+        return Setting(key, False, None, origin="default", written=f"--{key} not given ({source})", note=note)
+    value = record.get("default")
+    if isinstance(value, list):
+        value = tuple(value)
+    return Setting(key, value, None, origin="default", written=f"{source}", note=note or record.get("default_expr", ""))
+
+
+def _unset(key: str) -> Setting:
+    return Setting(key, None, None, origin="default", written="not set")
+
+
+def _known_keys() -> frozenset:
+    from acclint.setups.configs import known_keys
+
+    return known_keys()
