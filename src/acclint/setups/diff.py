@@ -61,7 +61,8 @@ def diff_setups(left: Setup, right: Setup, ignore: Iterable[str] = ()) -> DiffRe
         l_setting = lefts.get(key) or _absent(left, lefts, key, rights.get(key))
         r_setting = rights.get(key) or _absent(right, rights, key, lefts.get(key))
         if l_setting is None or r_setting is None:
-            if not cross_kind and (key in known or keys.category(key) in ONE_SIDED_CATEGORIES):
+            present = l_setting or r_setting
+            if _one_sided_matters(key, present, cross_kind, known, lefts, rights):
                 l_setting = l_setting or _unset(key)
                 r_setting = r_setting or _unset(key)
             else:
@@ -74,6 +75,23 @@ def diff_setups(left: Setup, right: Setup, ignore: Iterable[str] = ()) -> DiffRe
             text = message(key, l_setting, r_setting, left, right)
             result.mismatches.append(Mismatch(key, category, l_setting, r_setting, text))
     return result
+
+
+def _one_sided_matters(key: str, present: Setting, cross_kind: bool, known: frozenset, lefts: dict,
+                       rights: dict) -> bool:
+    """Is a setting only one side writes worth a mismatch? Not across kinds of files (they compare
+    on shared keys), not a constructor's default the user never wrote, not a scheduler parameter
+    when the schedulers differ anyway (the scheduler mismatch lists them), and only for keys
+    whose meaning acclint knows or whose category always matters."""
+    if cross_kind or present.is_default:
+        return False
+    if present.group == "lr-scheduler" and not _same_setting(lefts.get("lr-scheduler"), rights.get("lr-scheduler")):
+        return False
+    return key in known or keys.category(key) in ONE_SIDED_CATEGORIES
+
+
+def _same_setting(left: Optional[Setting], right: Optional[Setting]) -> bool:
+    return left is not None and right is not None and _equal(left, right)
 
 
 def _comparable_kind(setup: Setup) -> str:

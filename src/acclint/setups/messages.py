@@ -14,6 +14,9 @@ NO_BIAS_CORRECTION = (
 )
 
 
+ROLE_KEYS = frozenset({"optimizer", "lr-scheduler", "loss"})
+
+
 def describe(setting: Setting, setup: Setup) -> str:
     """`0.95 (gpu.sh:22)`, `0.999 (Megatron-LM core_v0.12.1 default)`, `unknown ($LR, npu.sh:9)`."""
     converted = setting.origin == "derived" and setting.written
@@ -24,6 +27,8 @@ def describe(setting: Setting, setup: Setup) -> str:
     details = []
     if setting.where is not None:
         details.append(str(setting.where))
+    if setting.key in ROLE_KEYS and setting.written:
+        details.append(setting.written)
     if setting.is_default:
         details.append(setting.written or "default")
     elif converted and setting.known:
@@ -36,12 +41,43 @@ def describe(setting: Setting, setup: Setup) -> str:
 def message(key: str, left: Setting, right: Setting, left_setup: Setup, right_setup: Setup) -> str:
     if left.semantics != right.semantics:
         return _semantics(key, left, right, left_setup, right_setup)
+    if key in keys.knowledge()["fused"] and {left.value, right.value} == {True, False}:
+        return _fused_call(key, left, right)
     what = keys.why(key)
     if key in keys.knowledge()["groups"]["parallel"]:
         what = "parallel layout: the same math in another reduction order; `--ignore parallel` accepts it"
     head = f"{key}" + (f" ({what})" if what else "")
+    if keys.category(key) == "fused-op" and {left.value, right.value} == {True, False} and not key.startswith("no-"):
+        return _fused_switch(head, left, right, left_setup, right_setup)
+    if (left.value is None and left.written == "not set") or (right.value is None and right.written == "not set"):
+        return _one_sided(key, head, left, right, left_setup, right_setup)
     sides = f"left {describe(left, left_setup)}, right {describe(right, right_setup)}"
     return f"{head}: {sides}. {_fix(key, left, right, right_setup)}"
+
+
+def _fused_call(key: str, left: Setting, right: Setting) -> str:
+    fused, plain = (left, right) if left.value is True else (right, left)
+    fused_side, plain_side = ("left", "right") if fused is left else ("right", "left")
+    unfused = f"computes it unfused at {plain.where}" if plain.where else "does not call it"
+    return (f"{key}: the {fused_side} calls the fused kernel {fused.written} ({fused.where}); the {plain_side} "
+            f"{unfused}. Fused kernels round differently from the composed ops; while aligning accuracy, "
+            "use the same form on both sides (or accept the kernel's tolerance explicitly).")
+
+
+def _fused_switch(head: str, left: Setting, right: Setting, left_setup: Setup, right_setup: Setup) -> str:
+    on_side = "right" if right.value is True else "left"
+    on = right if right.value is True else left
+    return (f"{head}: on only on the {on_side} ({on.where}); left {describe(left, left_setup)}, right "
+            f"{describe(right, right_setup)}. Fused kernels round differently from the composed ops: while "
+            f"aligning accuracy, run the {on_side} without --{on.key}, then turn it back on and compare.")
+
+
+def _one_sided(key: str, head: str, left: Setting, right: Setting, left_setup: Setup, right_setup: Setup) -> str:
+    if left.value is None:
+        return (f"{head}: set only on the right ({describe(right, right_setup)}); the left does not set it. "
+                "Configure it the same way on both sides (set it on the left too, or remove it on the right).")
+    return (f"{head}: set only on the left ({describe(left, left_setup)}); the right does not set it. "
+            f"Set it to {show(left.value)} on the right to match the left.")
 
 
 def _semantics(key: str, left: Setting, right: Setting, left_setup: Setup, right_setup: Setup) -> str:

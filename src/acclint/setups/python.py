@@ -15,7 +15,7 @@ from typing import Any, Optional
 from acclint.linter.facts import MODULE_SCOPE, NOT_LITERAL, Call, FileFacts, Value
 from acclint.setups import keys
 from acclint.setups.record import Setting, Setup, Where
-from acclint.setups.values import parse_text
+from acclint.setups.values import parse_text, show
 
 # Calls whose keyword arguments are settings by name (HF TrainingArguments and friends).
 KEYWORD_SETTINGS = frozenset(
@@ -127,13 +127,17 @@ class _Reader:
                 setting = replace(setting, value=round(1 - setting.value, 12),
                                   written=f"{param}={setting.value}", note=f"{param} is the keep probability")
             found[param] = setting.value
+            if role == "lr-scheduler":
+                setting = replace(setting, group=role)
             self._put_target(target, setting, role)
         value = spec.get("value")
         for param, alternative in spec.get("value_if", {}).items():
             if found.get(param) not in (None, 0, 0.0, False) and not isinstance(found.get(param), str):
                 value = alternative
         if value is not None and role in ("optimizer", "lr-scheduler", "loss"):
-            self.setup.put(Setting(role, value, where, written=label, semantics=spec.get("semantics", "")))
+            arguments = ", ".join(f"{param}={show(v)}" for param, v in found.items())
+            self.setup.put(Setting(role, value, where, written=f"{label}({arguments})",
+                                   semantics=spec.get("semantics", "")))
 
     def _put_target(self, target, setting: Setting, role: Optional[str]) -> None:
         if isinstance(target, list):  # betas=(b1, b2) -> adam-beta1, adam-beta2

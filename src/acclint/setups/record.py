@@ -36,6 +36,7 @@ class Setting:
     known: bool = True  # False: the value depends on something we cannot read ($DATA, args.x)
     note: str = ""  # e.g. "keep_prob is the keep probability"
     semantics: str = ""  # optimizer variants that share a name but not an algorithm
+    group: str = ""  # "lr-scheduler" for a scheduler's parameters: meaningless under another scheduler
 
     @property
     def is_default(self) -> bool:
