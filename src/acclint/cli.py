@@ -143,13 +143,15 @@ def diff(left, right, fmt, output, ignore, config_path, color) -> None:
     except SetupError as exc:
         click.echo(f"acclint diff: {exc}", err=True)
         sys.exit(2)
-    empty = [side.path for side in sides if not side.settings]
+    empty = [side for side in sides if not side.settings]
+    if empty:  # nothing to compare: say what could not be read, not a list of one-sided settings
+        for side in empty:
+            reasons = "; ".join(side.problems) or "no setting acclint recognises"
+            click.echo(f"acclint diff: no training settings found in {side.path} ({reasons})", err=True)
+        sys.exit(2)
     result = diff_setups(*sides, ignore=[*config.diff_ignore, *_split(ignore)])
     use_color = color if color is not None else (output is None and fmt == "text" and sys.stdout.isatty())
     _emit(render_diff(result, fmt, color=use_color), output, color=use_color)
-    if empty:
-        click.echo(f"acclint diff: no training settings found in {', '.join(empty)}", err=True)
-        sys.exit(2)
     sys.exit(1 if result.mismatches else 0)
 
 

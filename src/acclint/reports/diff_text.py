@@ -50,7 +50,7 @@ def render_diff_text(result: DiffResult, *, color: bool = False) -> str:
         lines.append(f"note: {problem}")
     not_compared = [f"{k} (left only)" for k in result.only_left] + [f"{k} (right only)" for k in result.only_right]
     if not_compared:
-        lines.append("not compared (unknown to acclint, set on one side only): " + ", ".join(not_compared))
+        lines.append("not compared (set on one side only): " + ", ".join(not_compared))
     lines.append(_paint(summary_line(result), _BOLD, color))
     return "\n".join(lines)
 

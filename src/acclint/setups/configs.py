@@ -178,6 +178,6 @@ class _LineFinder:
             bare = re.escape(str(name))
             pattern = quoted + r"\s*:" if self.json_style else rf"(?m)(^|[\s.\[{{,])({bare}|{quoted})\s*[=\].]"
             match = re.compile(pattern).search(self.text, start)
-            offset = match.start() if match else start
+            offset = (match.start(2) if not self.json_style else match.start()) if match else start
         self.found[path] = offset
         return offset

@@ -95,7 +95,11 @@ def _same_setting(left: Optional[Setting], right: Optional[Setting]) -> bool:
 
 
 def _comparable_kind(setup: Setup) -> str:
-    return "script" if setup.kind in ("launch", "python", "folder") else setup.kind
+    """Scripts compare with scripts; a config only with a config of the same format (a HF JSON
+    and a MindFormers YAML share few keys, and each leaves the others to its own defaults)."""
+    if setup.kind in ("launch", "python", "folder"):
+        return "script"
+    return setup.path.rsplit(".", 1)[-1].lower()
 
 
 def _ordered_keys(lefts: dict, rights: dict) -> list[str]:
@@ -113,7 +117,7 @@ def _equal(left: Setting, right: Setting) -> bool:
         return False
     if not (left.known and right.known):
         return left.known == right.known and left.value == right.value and left.written == right.written
-    return same(left.value, right.value)
+    return same(keys.canonical_value(left.key, left.value), keys.canonical_value(right.key, right.value))
 
 
 def _semantics_differ(left: Setting, right: Setting) -> bool:

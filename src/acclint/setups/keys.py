@@ -53,7 +53,26 @@ def category(key: str) -> str:
 
 @lru_cache(maxsize=4096)
 def ignored(key: str) -> bool:
-    return any(fnmatch.fnmatchcase(key, pattern) for pattern in knowledge()["ignored"]["keys"])
+    """Not numerics-relevant; config paths are also judged by their last segment (`a.output_dir`)."""
+    last = key.rsplit(".", 1)[-1]
+    forms = {key, last if last.isupper() else last.replace("_", "-").lower()}
+    return any(fnmatch.fnmatchcase(form, pattern) for form in forms for pattern in knowledge()["ignored"]["keys"])
+
+
+@lru_cache(maxsize=1)
+def _value_names() -> dict:
+    return {
+        key: {name: canonical for canonical, names in table_.items() for name in names}
+        for key, table_ in knowledge()["values"].items()
+    }
+
+
+def canonical_value(key: str, value):
+    """One name for an algorithm several tools spell differently (`CosineWithWarmUpLR` -> cosine)."""
+    names = _value_names().get(key)
+    if names is None or not isinstance(value, str):
+        return value
+    return names.get(value.lower().replace("-", "").replace("_", ""), value)
 
 
 def expand_ignores(items) -> list[str]:
