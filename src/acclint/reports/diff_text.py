@@ -19,7 +19,10 @@ def _cell(setting: Setting) -> str:
         value = "not set"
     if len(value) > MAX_CELL:
         value = value[: MAX_CELL - 3] + "..."
-    place = f"{setting.where.path}:{setting.where.line}" if setting.where else "default"
+    if setting.where is not None:
+        place = f"{setting.where.path}:{setting.where.line}" + (" (default)" if setting.is_default else "")
+    else:
+        place = "-" if setting.written == "not set" else "default"
     return f"{value}  {place}"
 
 
