@@ -53,6 +53,7 @@ def diff_setups(left: Setup, right: Setup, ignore: Iterable[str] = ()) -> DiffRe
     lefts, rights = dict(left.settings), dict(right.settings)
     reconcile(lefts, rights)
     cross_kind = _comparable_kind(left) != _comparable_kind(right)
+    both_launch = left.kind in ("launch", "folder") and right.kind in ("launch", "folder")
     known = _known_keys()
     for key in _ordered_keys(lefts, rights):
         if keys.ignored(key) or keys.user_ignored(key, patterns):
@@ -62,7 +63,7 @@ def diff_setups(left: Setup, right: Setup, ignore: Iterable[str] = ()) -> DiffRe
         r_setting = rights.get(key) or _absent(right, rights, key, lefts.get(key))
         if l_setting is None or r_setting is None:
             present = l_setting or r_setting
-            if _one_sided_matters(key, present, cross_kind, known, lefts, rights):
+            if _one_sided_matters(key, present, cross_kind, known, lefts, rights, both_launch):
                 l_setting = l_setting or _unset(key)
                 r_setting = r_setting or _unset(key)
             else:
@@ -78,16 +79,28 @@ def diff_setups(left: Setup, right: Setup, ignore: Iterable[str] = ()) -> DiffRe
 
 
 def _one_sided_matters(key: str, present: Setting, cross_kind: bool, known: frozenset, lefts: dict,
-                       rights: dict) -> bool:
+                       rights: dict, both_launch: bool) -> bool:
     """Is a setting only one side writes worth a mismatch? Not across kinds of files (they compare
     on shared keys), not a constructor's default the user never wrote, not a scheduler parameter
     when the schedulers differ anyway (the scheduler mismatch lists them), and only for keys
     whose meaning acclint knows or whose category always matters."""
-    if cross_kind or present.is_default:
+    if cross_kind or present.is_default or _neutral(present):
         return False
     if present.group == "lr-scheduler" and not _same_setting(lefts.get("lr-scheduler"), rights.get("lr-scheduler")):
         return False
-    return key in known or keys.category(key) in ONE_SIDED_CATEGORIES
+    if keys.category(key) in ONE_SIDED_CATEGORIES:
+        return True
+    # A hyperparameter one side writes and the other leaves to a default acclint does not know
+    # (another script's own defaults) is not a known difference; launch flags have defaults.
+    return key in known and both_launch
+
+
+def _neutral(setting: Setting) -> bool:
+    """`False`, `None` or a table's "off" value (amp O0, loss scale 1): as good as not written."""
+    if setting.value is None or setting.value is False:
+        return True
+    neutral = keys.knowledge()["neutral"]
+    return setting.key in neutral and same(setting.value, neutral[setting.key])
 
 
 def _same_setting(left: Optional[Setting], right: Optional[Setting]) -> bool:

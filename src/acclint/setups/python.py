@@ -96,8 +96,9 @@ class _Reader:
         action = call.arg("action")
         default = call.arg("default")
         if default is not None:
-            value = default.value.literal
-            known = default.value.is_literal
+            if not default.value.is_literal or default.value.literal is None:
+                return  # None or an expression: the script decides later; nothing to compare
+            value, known = default.value.literal, True
         elif action is not None and action.value.literal in ("store_true", "store_false"):
             value, known = action.value.literal == "store_false", True
         else:

@@ -46,6 +46,8 @@ def show(value: Any) -> str:
     """A value for people: 1e-06 not 1e-06.0, tuples as (a, b), None as `none`."""
     if value is None:
         return "none"
+    if value == "":
+        return '""'
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
