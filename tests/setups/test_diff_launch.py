@@ -143,3 +143,30 @@ def test_entry_script_argparse_defaults_and_launch_overrides():
     # lr: the launch's 3e-4 overrides the argparse default 1e-3 on both sides.
     assert "lr" in result.same
     assert "weight-decay" in result.same
+
+
+def test_precision_and_overflow_exports(tmp_path: Path):
+    left = tmp_path / "a.sh"
+    left.write_text("export INF_NAN_MODE_ENABLE=1\ntorchrun pretrain_gpt.py --lr 1e-4\n")
+    right = tmp_path / "b.sh"
+    right.write_text("export INF_NAN_MODE_ENABLE=0\nexport ACL_PRECISION_MODE=allow_fp32_to_fp16\n"
+                     "torchrun pretrain_gpt.py --lr 1e-4\n")
+    mismatches = by_key(run_diff(left, right))
+    assert set(mismatches) == {"inf-nan-mode", "precision-mode"}
+    assert (mismatches["inf-nan-mode"].left.value, mismatches["inf-nan-mode"].right.value) == (1, 0)
+    assert mismatches["precision-mode"].category == "mixed-precision"
+    assert mismatches["precision-mode"].right.where.line == 2
+
+
+def test_short_options_of_the_entry_script_map_to_its_long_key(tmp_path: Path):
+    (tmp_path / "train.py").write_text(
+        "import argparse\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('-b', '--batch-size', type=int, default=128)\n"
+    )
+    left = tmp_path / "a.sh"
+    left.write_text("torchrun train.py -b 32\n")
+    right = tmp_path / "b.sh"
+    right.write_text("torchrun train.py --batch-size 64\n")
+    mismatch = by_key(run_diff(left, right))["micro-batch-size"]
+    assert (mismatch.left.value, mismatch.right.value) == (32, 64)
+    assert mismatch.left.where.path.endswith("a.sh")

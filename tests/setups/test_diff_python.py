@@ -158,7 +158,7 @@ def test_hf_json_vs_mindformers_yaml_compare_on_shared_keys():
     # learning_rate, warmup_ratio, max_steps/total_steps, batch sizes, seed, cosine names agree.
     for key in ("lr", "lr-warmup-fraction", "train-iters", "micro-batch-size", "seed", "lr-scheduler", "weight-decay"):
         assert key in result.same, key
-    assert "output_dir" in result.ignored
+    assert "output-dir" in result.ignored
 
 
 def test_deepspeed_json_flattens_betas_and_loss_scale_power():

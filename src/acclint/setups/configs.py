@@ -48,8 +48,8 @@ def _settings(path: tuple, value: Any, known: frozenset) -> Iterator[tuple]:
     if key == "initial-scale-power" and isinstance(value, int):  # DeepSpeed fp16 dynamic scale
         yield "initial-loss-scale", float(2**value)
         return
-    if key not in known:
-        key = ".".join(str(part) for part in path)
+    if key not in known and len(path) > 1:
+        key = ".".join(str(part) for part in path)  # a nested leaf acclint does not know: keep its place
     if isinstance(value, str):
         value = parse_text(value)
     elif isinstance(value, list):

@@ -14,7 +14,7 @@ from acclint.linter.source import read_source
 from acclint.setups.configs import CONFIG_SUFFIXES, extract_config
 from acclint.setups.python import extract_python
 from acclint.setups.record import Setup, SetupError
-from acclint.setups.shell import entry_script, extract_shell
+from acclint.setups.shell import entry_script, extract_shell, launcher_of_entry
 
 MAX_FOLDER_FILES = 500
 
@@ -72,8 +72,10 @@ def _launch_script(target: Path, display: str) -> Setup:
         setup.problems.append(f"{exc} (the entry script of {display})")
         return setup
     # The launch's flags override the entry's argparse defaults; the entry adds what it builds.
+    setup.rename(program.aliases)
     program.merge(setup)
-    program.path, program.kind, program.launcher = display, "launch", setup.launcher
+    program.path, program.kind = display, "launch"
+    program.launcher = setup.launcher or launcher_of_entry(program, setup)
     return program
 
 

@@ -30,7 +30,7 @@ _UNSET = object()
 
 def extract_python(facts: FileFacts, overrides: Optional[dict] = None) -> Setup:
     """The setup of one parsed file. `overrides`: key -> Setting from a launch script."""
-    reader = _Reader(facts, overrides or {})
+    reader = _Reader(facts, dict(overrides or {}))
     return reader.read()
 
 
@@ -48,7 +48,8 @@ class _Reader:
         return Where(self.facts.path, line)
 
     def read(self) -> Setup:
-        self.setup.framework = _framework(self.facts)
+        self.setup.imports = frozenset(i.module.split(".", 1)[0] for i in self.facts.imports)
+        self.setup.framework = _framework(self.setup.imports)
         calls = self.facts.calls
         for call in calls:  # argparse first: later calls refer to `args.x`
             if call.method == "add_argument":
@@ -89,6 +90,12 @@ class _Reader:
         if not long_options:
             return
         key = keys.normalise(long_options[0])
+        for other in options:
+            alias = keys.normalise(other)
+            if alias != key:
+                self.setup.aliases[alias] = key
+                if alias in self.overrides and key not in self.overrides:
+                    self.overrides[key] = replace(self.overrides[alias], key=key)
         dest_arg = call.arg("dest")
         dest = dest_arg.value.literal if dest_arg is not None else long_options[0].lstrip("-").replace("-", "_")
         if isinstance(dest, str):
@@ -96,8 +103,8 @@ class _Reader:
         action = call.arg("action")
         default = call.arg("default")
         if default is not None:
-            if not default.value.is_literal or default.value.literal is None:
-                return  # None or an expression: the script decides later; nothing to compare
+            if not default.value.is_literal or default.value.literal in (None, ""):
+                return  # None, "" or an expression: the script decides later; nothing to compare
             value, known = default.value.literal, True
         elif action is not None and action.value.literal in ("store_true", "store_false"):
             value, known = action.value.literal == "store_false", True
@@ -236,8 +243,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _framework(facts: FileFacts) -> Optional[str]:
-    modules = {i.module.split(".", 1)[0] for i in facts.imports}
+def _framework(modules: frozenset) -> Optional[str]:
     for module, name in FRAMEWORKS:
         if module in modules:
             return name

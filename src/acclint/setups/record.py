@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 
@@ -56,6 +56,16 @@ class Setup:
     files: list[str] = field(default_factory=list)  # every file that contributed
     # Unfused forms of fused ops (`F.silu` for npu_swiglu): shown when the other side fuses.
     composed: dict[str, Where] = field(default_factory=dict)
+    # Other spellings of a key the script's own argparse accepts (`b` for `-b/--batch-size`).
+    aliases: dict[str, str] = field(default_factory=dict)
+    imports: frozenset = frozenset()  # top-level modules a Python side imports
+
+    def rename(self, aliases: dict) -> None:
+        """Re-key settings written under an alias (`-b 32` -> micro-batch-size)."""
+        for alias, key in aliases.items():
+            setting = self.settings.pop(alias, None)
+            if setting is not None and key not in self.settings:
+                self.settings[key] = replace(setting, key=key)
 
     def put(self, setting: Setting) -> None:
         """Record a setting; an explicit value beats a default, a later explicit one the earlier."""

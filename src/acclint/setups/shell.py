@@ -18,6 +18,13 @@ from acclint.setups.values import parse_text
 NPU_ENV_PREFIXES = ("HCCL_", "ASCEND_", "PYTORCH_NPU_", "ACL_", "MS_", "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")
 NPU_LAUNCHERS = frozenset({"msrun"})
 SOURCE_SEARCH_PARENTS = 3
+# A launch is Megatron-style (Megatron's defaults apply) when it runs one of its entry scripts
+# or passes flags only Megatron-style trainers take.
+MEGATRON_ENTRIES = ("pretrain_", "posttrain_", "finetune_")
+MEGATRON_MARKERS = frozenset(
+    {"micro-batch-size", "global-batch-size", "tensor-model-parallel-size", "pipeline-model-parallel-size",
+     "num-layers", "train-iters", "train-samples", "use-mcore-models"}
+)
 
 
 def extract_shell(script: ShellScript, display: str) -> tuple[Setup, Optional[LaunchCommand]]:
@@ -91,8 +98,18 @@ def _launcher(script: ShellScript, launch: LaunchCommand, flags: dict) -> Option
         or any(name.startswith(NPU_ENV_PREFIXES) for name in env_names)
         or any("ascend" in source.lower() for source in script.unresolved_sources + script.sourced)
     )
-    if on_npu:
+    if not (names & MEGATRON_MARKERS or os.path.basename(launch.script or "").startswith(MEGATRON_ENTRIES)):
+        return None  # a script with its own argparse: its defaults come from its entry script
+    return "mindspeed" if on_npu else "megatron"
+
+
+def launcher_of_entry(program: Setup, launch: Setup) -> Optional[str]:
+    """A launch of an entry script that imports Megatron / MindSpeed gets their defaults."""
+    imported = program.imports
+    if imported & {"mindspeed_llm"}:
+        return "mindspeed-llm"
+    if imported & {"mindspeed"}:
         return "mindspeed"
-    if any(keys.launcher_flag("megatron", name) for name in names):
+    if imported & {"megatron"}:
         return "megatron"
     return None

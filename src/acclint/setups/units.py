@@ -30,6 +30,8 @@ def reconcile(left: dict, right: dict) -> None:
     for iters, samples in SAMPLE_UNITS[:2]:
         _samples_to_iters(left, right, iters, samples)
         _samples_to_iters(right, left, iters, samples)
+    _autocast_as_amp_level(left, right)
+    _autocast_as_amp_level(right, left)
     left_unit, right_unit = _warmup_unit(left), _warmup_unit(right)
     if left_unit and right_unit and left_unit != right_unit:
         for side in (left, right):
@@ -101,3 +103,16 @@ def _warmup_iters(side: dict) -> Setting:
                        note="a warmup fraction, and the decay length in iterations it is a fraction of is not known")
     return replace(given, key="lr-warmup-iters", value=round(given.value * decay.value, 9), origin="derived",
                    written=written, note=f"warmup fraction {show(given.value)} x {decay.key} {show(decay.value)}")
+
+
+def _autocast_as_amp_level(side: dict, other: dict) -> None:
+    """torch autocast (`torch.autocast`, a trainer's `--amp`) against a MindSpore `amp_level`:
+    autocast runs a whitelist of ops in low precision, which is MindSpore's O1 (O2 casts all but
+    BatchNorm / LayerNorm, O3 everything)."""
+    if "amp-level" in side or "amp-level" not in other:
+        return
+    given = _explicit(side, "autocast-dtype") or _explicit(side, "amp")
+    if given is None or given.value is False:
+        return
+    side["amp-level"] = replace(given, key="amp-level", value="O1", origin="derived", written=given.written,
+                                note="torch autocast casts a whitelist of ops, as MindSpore's O1 does")
