@@ -74,10 +74,11 @@ def entry_script(script_path: str, launch: LaunchCommand) -> Optional[str]:
     if "$" in written or os.path.isabs(written):
         return written if os.path.isfile(written) else None
     folder = os.path.dirname(os.path.abspath(script_path))
-    folders = [folder, os.getcwd()]
+    folders = [folder]
     for _ in range(SOURCE_SEARCH_PARENTS):
         folder = os.path.dirname(folder)
         folders.append(folder)
+    folders.append(os.getcwd())  # last: two repositories diffed from one folder keep their own entries
     for base in dict.fromkeys(folders):
         candidate = os.path.normpath(os.path.join(base, written))
         if os.path.isfile(candidate):
