@@ -28,7 +28,7 @@ Leaf = tuple  # (path tuple, value, line)
 
 def extract_config(text: str, display: str, suffix: str) -> Setup:
     kind = CONFIG_SUFFIXES[suffix]
-    leaves = {"yaml": _yaml_leaves, "json": _json_leaves, "toml": _toml_leaves}[kind](text, display)
+    leaves = _yaml_leaves(text, display) if kind == "yaml" else _mapping_leaves(kind, text, display)
     setup = Setup(path=display, kind="config", files=[display])
     known = known_keys()
     for path, value, line in leaves:
@@ -116,20 +116,14 @@ def _yaml_scalar(node) -> Any:
 
 
 # -- JSON and TOML: leaves in document order, lines found by a forward search -------------------
-def _json_leaves(text: str, display: str) -> list:
+def _mapping_leaves(kind: str, text: str, display: str) -> list:
+    loads, error = (json.loads, json.JSONDecodeError) if kind == "json" else (tomllib.loads, tomllib.TOMLDecodeError)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SetupError(f"{display}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-    return _located(data, text, json_style=True)
-
-
-def _toml_leaves(text: str, display: str) -> list:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SetupError(f"{display}: invalid TOML: {exc}") from exc
-    return _located(data, text, json_style=False)
+        data = loads(text)
+    except error as exc:
+        detail = f" at line {exc.lineno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else f": {exc}"
+        raise SetupError(f"{display}: invalid {kind.upper()}{detail}") from exc
+    return _located(data, text, json_style=kind == "json")
 
 
 def _located(data: Any, text: str, json_style: bool) -> list:
