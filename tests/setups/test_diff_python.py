@@ -185,3 +185,27 @@ def test_toml_config(tmp_path: Path):
     result = run_diff(left, right)
     assert set(by_key(result)) == {"weight-decay"} and by_key(result)["weight-decay"].right.where.line == 3
     assert "lr" in result.same
+
+
+def test_autocast_dtypes_and_seeds_across_frameworks(tmp_path: Path):
+    gpu = write(tmp_path, "gpu.py", """\
+        import random
+        import numpy as np
+        import torch
+        random.seed(1)
+        np.random.seed(1)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            pass
+    """)
+    npu = write(tmp_path, "npu.py", """\
+        import numpy as np
+        import torch
+        import torch_npu
+        np.random.seed(2)
+        with torch.npu.amp.autocast():
+            pass
+    """)
+    mismatches = by_key(run_diff(gpu, npu))
+    assert (mismatches["autocast-dtype"].left.value, mismatches["autocast-dtype"].right.value) == ("bfloat16", "float16")
+    assert mismatches["autocast-dtype"].category == "mixed-precision"
+    assert mismatches["seed"].right.value == 2 and mismatches["seed"].right.where.line == 4

@@ -166,6 +166,9 @@ class _Reader:
         resolved = self._resolve_name(dotted)
         if resolved is not None:
             return replace(resolved, key=key_name, note=f"through {dotted}")
+        dtype = _dtype(value)
+        if dtype is not None:
+            return Setting(key_name, dtype, where, written=f"{written}{dotted}")
         return Setting(key_name, dotted or "<expression>", where, known=False, written=f"{written}{dotted or '...'}")
 
     def _resolve_name(self, dotted: str) -> Optional[Setting]:
@@ -232,6 +235,20 @@ class _Reader:
             if write.name in environment:
                 self.setup.put(Setting(environment[write.name], parse_text(write.value or ""), self.where(write.node),
                                        written=f"{write.name}={write.value}", known=write.value is not None))
+
+
+DTYPE_MODULES = ("torch.", "mindspore.", "mindspore.common.dtype.", "numpy.")
+DTYPE_NAMES = {"half": "float16", "float": "float32", "bfloat16": "bfloat16", "float16": "float16",
+               "float32": "float32", "float64": "float64", "double": "float64"}
+
+
+def _dtype(value: Value) -> Optional[str]:
+    """`torch.bfloat16`, `mstype.float16`, `ms.float32` -> the dtype's name, else None."""
+    for name in value.names:
+        module, _, last = name.rpartition(".")
+        if last in DTYPE_NAMES and (module + ".").startswith(DTYPE_MODULES):
+            return DTYPE_NAMES[last]
+    return None
 
 
 def _plain(value: Any) -> Any:
