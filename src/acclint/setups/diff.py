@@ -149,11 +149,14 @@ def _absent(side: Setup, settings: dict, key: str, counterpart: Optional[Setting
         return None
     launcher = side.launcher
     found = keys.launcher_flag(launcher, key) if launcher else None
-    if found is None and key in keys.npu_only_flags() and launcher == "megatron":
+    if found is None and launcher is not None:
+        # A flag only a more specific launcher defines (an NPU-only flag on the Megatron side,
+        # a MindSpeed-LLM flag on a MindSpeed run): what that launcher does without it.
         found = keys.launcher_flag("mindspeed-llm", key)
         if found is not None:
             name, record = found
-            return _default_setting(key, name, record, note="Megatron-LM has no such option")
+            owner = keys.LAUNCHER_NAMES[launcher]
+            return _default_setting(key, name, record, note=f"{owner} has no such option")
     if found is None:
         return None
     name, record = found

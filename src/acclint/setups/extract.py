@@ -13,6 +13,7 @@ from acclint.linter.facts import FileFacts
 from acclint.linter.source import read_source
 from acclint.setups.configs import CONFIG_SUFFIXES, extract_config
 from acclint.setups.python import extract_python
+from acclint.setups.keys import LAUNCHER_STACKS
 from acclint.setups.record import Setup, SetupError
 from acclint.setups.shell import entry_script, extract_shell, launcher_of_entry
 
@@ -75,8 +76,14 @@ def _launch_script(target: Path, display: str) -> Setup:
     setup.rename(program.aliases)
     program.merge(setup)
     program.path, program.kind = display, "launch"
-    program.launcher = setup.launcher or launcher_of_entry(program, setup)
+    program.launcher = _more_specific(setup.launcher, launcher_of_entry(program, setup))
     return program
+
+
+def _more_specific(*launchers):
+    """MindSpeed-LLM over MindSpeed over Megatron-LM: each adds to the one before."""
+    ranked = [name for name in launchers if name is not None]
+    return max(ranked, key=list(LAUNCHER_STACKS).index) if ranked else None
 
 
 def _folder(root: Path, display: str) -> Setup:
