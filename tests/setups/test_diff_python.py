@@ -209,3 +209,21 @@ def test_autocast_dtypes_and_seeds_across_frameworks(tmp_path: Path):
     assert (mismatches["autocast-dtype"].left.value, mismatches["autocast-dtype"].right.value) == ("bfloat16", "float16")
     assert mismatches["autocast-dtype"].category == "mixed-precision"
     assert mismatches["seed"].right.value == 2 and mismatches["seed"].right.where.line == 4
+
+
+def test_mindspore_precision_mode_against_torch_npu(tmp_path: Path):
+    torch_npu_side = write(tmp_path, "pt.py", """\
+        import torch_npu
+        torch_npu.npu.set_option({"ACL_PRECISION_MODE": "must_keep_origin_dtype"})
+    """)
+    context = write(tmp_path, "ms_context.py", """\
+        import mindspore as ms
+        ms.set_context(ascend_config={"precision_mode": "allow_fp32_to_fp16"})
+    """)
+    device_context = write(tmp_path, "ms_device.py", """\
+        from mindspore.device_context.ascend.op_precision import precision_mode
+        precision_mode("must_keep_origin_dtype")
+    """)
+    mismatch = by_key(run_diff(torch_npu_side, context))["precision-mode"]
+    assert mismatch.right.value == "allow_fp32_to_fp16" and mismatch.right.where.line == 2
+    assert run_diff(torch_npu_side, device_context).same == ["precision-mode"]

@@ -205,6 +205,9 @@ class _Reader:
                                  None)
 
     def _set_context(self, call: Call) -> None:
+        ascend = call.arg("ascend_config")
+        if ascend is not None and isinstance(ascend.value.literal, dict):
+            self._options(call, ascend.value.literal, "ascend_config")
         deterministic = call.arg("deterministic")
         if deterministic is not None and isinstance(deterministic.value.literal, str):
             value = deterministic.value.literal.upper() == "ON"
@@ -213,13 +216,16 @@ class _Reader:
 
     def _set_option(self, call: Call) -> None:
         options = call.arg("option", 0)
-        if options is None or not isinstance(options.value.literal, dict):
-            return
+        if options is not None and isinstance(options.value.literal, dict):
+            self._options(call, options.value.literal, "set_option")
+
+    def _options(self, call: Call, options: dict, written: str) -> None:
+        """`{"ACL_PRECISION_MODE": ...}` (torch_npu) or `{"precision_mode": ...}` (MindSpore)."""
         environment = keys.knowledge()["environment"]
-        for name, value in options.value.literal.items():
-            if name in environment:
-                self.setup.put(Setting(environment[name], _plain(value), self.where(call.node),
-                                       written=f"set_option({name}={value!r})"))
+        for name, value in options.items():
+            key = environment.get(str(name)) or environment.get(f"ACL_{str(name).upper()}")
+            if key is not None:
+                self.setup.put(Setting(key, _plain(value), self.where(call.node), written=f"{written}({name}={value!r})"))
 
     def _assignments(self) -> None:
         table = keys.knowledge()["assignments"]
