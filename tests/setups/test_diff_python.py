@@ -227,3 +227,26 @@ def test_mindspore_precision_mode_against_torch_npu(tmp_path: Path):
     mismatch = by_key(run_diff(torch_npu_side, context))["precision-mode"]
     assert mismatch.right.value == "allow_fp32_to_fp16" and mismatch.right.where.line == 2
     assert run_diff(torch_npu_side, device_context).same == ["precision-mode"]
+
+
+def test_param_groups_weight_decay(tmp_path: Path):
+    torch_side = write(tmp_path, "pt.py", """\
+        import torch
+        model = torch.nn.Linear(2, 2)
+        groups = [
+            {"params": [model.weight], "weight_decay": 0.1},
+            {"params": [model.bias], "weight_decay": 0.0},
+        ]
+        opt = torch.optim.AdamW(groups, lr=1e-3)
+    """)
+    ms_side = write(tmp_path, "ms.py", """\
+        from mindspore import nn
+        net = nn.Dense(2, 2)
+        opt = nn.AdamWeightDecay([{"params": net.weight}, {"params": net.bias}], learning_rate=1e-3,
+                                 weight_decay=0.1)
+    """)
+    setting = extract(str(torch_side)).settings["weight-decay"]
+    assert setting.value == (0.1, 0.0) and setting.where.line == 7
+    mismatch = by_key(run_diff(torch_side, ms_side))["weight-decay"]
+    assert mismatch.right.value == 0.1  # no group overrides it: the optimizer's own value
+    assert "param groups: weight_decay=0.1, 0.0" in mismatch.message

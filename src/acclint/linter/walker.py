@@ -101,6 +101,24 @@ def literal(node: cst.CSTNode) -> Any:
     return F.NOT_LITERAL
 
 
+def param_groups(node) -> Optional[F.ParamGroups]:
+    """The literal entries of each dict in a list of dicts with string keys, else None."""
+    groups = []
+    for element in node.elements:
+        value = element.value if isinstance(element, cst.Element) else None
+        if not isinstance(value, cst.Dict):
+            return None
+        entries = {}
+        for item in value.elements:
+            if not isinstance(item, cst.DictElement):
+                continue
+            key, found = literal(item.key), literal(item.value)
+            if isinstance(key, str) and found is not F.NOT_LITERAL:
+                entries[key] = found
+        groups.append(entries)
+    return F.ParamGroups(groups) if groups else None
+
+
 @lru_cache(maxsize=8192)
 def _literal_text(text: str) -> Any:
     try:
@@ -237,6 +255,10 @@ class FileWalker:
             assigned_to=assigned_to,
         )
         self.facts.calls.append(call)
+        if node.args and type(node.args[0].value) in (cst.List, cst.Tuple):
+            groups = param_groups(node.args[0].value)
+            if groups is not None:
+                self.facts.param_groups[call.node] = groups
         return state
 
     def _import(self, node: cst.Import, state: _State, stack: list):
@@ -301,6 +323,8 @@ class FileWalker:
 
     def _constant(self, node, name: str, value, state: _State) -> None:
         found = literal(value)
+        if found is F.NOT_LITERAL and isinstance(value, (cst.List, cst.Tuple)):
+            found = param_groups(value) or F.NOT_LITERAL
         if found is not F.NOT_LITERAL:
             self.facts.constants[(state.scope, name)] = (found, self._node(node))
 

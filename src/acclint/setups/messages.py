@@ -15,6 +15,7 @@ NO_BIAS_CORRECTION = (
 
 
 ROLE_KEYS = frozenset({"optimizer", "lr-scheduler", "loss"})
+PARAM_GROUPS = "param groups"
 
 
 def describe(setting: Setting, setup: Setup) -> str:
@@ -27,7 +28,7 @@ def describe(setting: Setting, setup: Setup) -> str:
     details = []
     if setting.where is not None:
         details.append(str(setting.where))
-    if setting.key in ROLE_KEYS and setting.written:
+    if (setting.key in ROLE_KEYS or setting.written.startswith(PARAM_GROUPS)) and setting.written:
         details.append(setting.written)
     if setting.is_default:
         details.append(setting.written or "default")
@@ -97,6 +98,8 @@ def _fix(key: str, left: Setting, right: Setting, right_setup: Setup) -> str:
                     "write it in the same unit on both sides.")
         return f"The {side} value cannot be read statically; check that both runs use the same value."
     target = show(left.value)
+    if PARAM_GROUPS in (left.written[: len(PARAM_GROUPS)], right.written[: len(PARAM_GROUPS)]):
+        return f"Give the right's optimizer param groups the left's values {target}, group by group."
     if right_setup.kind in ("launch", "folder") and right.where is None or (
         right.where is not None and right.written.startswith("--")
     ):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Optional
 
-from acclint.linter.facts import MODULE_SCOPE, NOT_LITERAL, Call, FileFacts, Value
+from acclint.linter.facts import MODULE_SCOPE, NOT_LITERAL, Call, FileFacts, ParamGroups, Value
 from acclint.setups import keys
 from acclint.setups.record import Setting, Setup, Where
 from acclint.setups.values import parse_text, show
@@ -138,6 +138,8 @@ class _Reader:
             if role == "lr-scheduler":
                 setting = replace(setting, group=role)
             self._put_target(target, setting, role)
+        if role == "optimizer":
+            self._param_groups(call, spec, found)
         value = spec.get("value")
         for param, alternative in spec.get("value_if", {}).items():
             if found.get(param) not in (None, 0, 0.0, False) and not isinstance(found.get(param), str):
@@ -146,6 +148,25 @@ class _Reader:
             arguments = ", ".join(f"{param}={show(v)}" for param, v in found.items())
             self.setup.put(Setting(role, value, where, written=f"{label}({arguments})",
                                    semantics=spec.get("semantics", "")))
+
+    def _param_groups(self, call: Call, spec: dict, found: dict) -> None:
+        """Per-group values (`[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]`): a
+        key a group overrides becomes the tuple of every group's value, in group order."""
+        groups = self.facts.param_groups.get(call.node)
+        first = call.arg(spec.get("params", ["params"])[0], 0)
+        if groups is None and first is not None and first.value.dotted:
+            constant = self.facts.constants.get((call.scope, first.value.dotted)) or self.facts.constants.get(
+                (MODULE_SCOPE, first.value.dotted))
+            groups = constant[0] if constant is not None and isinstance(constant[0], ParamGroups) else None
+        if not groups:
+            return
+        for param, target in spec.get("keys", {}).items():
+            if not isinstance(target, str) or not any(param in group for group in groups):
+                continue
+            values = tuple(_plain(group.get(param, found.get(param))) for group in groups)
+            value = values[0] if len(set(map(repr, values))) == 1 else values
+            written = f"param groups: {param}=" + ", ".join(show(v) for v in values)
+            self.setup.put(Setting(target, value, self.where(call.node), written=written))
 
     def _put_target(self, target, setting: Setting, role: Optional[str]) -> None:
         if isinstance(target, list):  # betas=(b1, b2) -> adam-beta1, adam-beta2
