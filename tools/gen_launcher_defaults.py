@@ -106,6 +106,11 @@ def read_launcher(files: list[Path], root: Path) -> tuple[dict, dict]:
                 options, entry = found
                 entry["file"] = f"{where}:{node.lineno}"
                 for option in options:
+                    previous = flags.get(option[2:])
+                    if previous is not None and previous.get("default") != entry.get("default"):
+                        # Two definitions in one launcher (MindSpeed's legacy arguments.py and its
+                        # features_manager): the later file is kept, the other is named.
+                        entry = dict(entry, conflicts=f"{previous['file']} default {previous.get('default')!r}")
                     flags[option[2:]] = entry
             elif node.func.attr == "set_defaults":
                 for kw in node.keywords:
@@ -203,7 +208,7 @@ def render(sources: dict, tables: dict) -> str:
             record = flags[flag]
             fields = ", ".join(
                 f"{key} = {_toml_value(record[key])}"
-                for key in ("default", "default_expr", "action", "dest", "type", "nargs", "file", "overrides")
+                for key in ("default", "default_expr", "action", "dest", "type", "nargs", "file", "overrides", "conflicts")
                 if key in record
             )
             lines.append(f"{_toml_key(flag)} = {{ {fields} }}")

@@ -180,7 +180,9 @@ def _default_setting(key: str, launcher: str, record: dict, note: str = "") -> S
     value = record.get("default")
     if isinstance(value, list):
         value = tuple(value)
-    return Setting(key, value, None, origin="default", written=f"{source}", note=note or record.get("default_expr", ""))
+    conflict = f"also defined at {record['conflicts']}" if "conflicts" in record else ""
+    note = "; ".join(part for part in (note or record.get("default_expr", ""), conflict) if part)
+    return Setting(key, value, None, origin="default", written=f"{source}", note=note)
 
 
 def _unset(key: str) -> Setting:
