@@ -117,6 +117,44 @@ def _emit(text: str, output, color=None) -> None:
         raise click.UsageError(f"cannot write {output}: {exc.strerror or exc}")
 
 
+@main.command("diff")
+@click.argument("left", type=click.Path(path_type=Path))
+@click.argument("right", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report here.")
+@click.option("--ignore", multiple=True,
+              help="Keys, globs (`*-parallel-size`), categories or groups (`parallel`) accepted as different.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="pyproject.toml to read [tool.acclint.diff] from; default: the nearest pyproject.toml.")
+@click.option("--color/--no-color", default=None, help="Colour text output [default: when writing to a terminal].")
+def diff(left, right, fmt, output, ignore, config_path, color) -> None:
+    """Compare two training setups (launch scripts, Python scripts, configs or folders); LEFT is the reference."""
+    from acclint.reports import render_diff
+    from acclint.setups import SetupError, diff_setups, extract
+
+    try:
+        explicit = config_path is not None
+        config = load_config(config_path if explicit else find_pyproject(left), explicit=explicit,
+                             known_codes={rule.code for rule in _all_rules()})
+    except ConfigError as exc:
+        raise click.UsageError(str(exc))
+    try:
+        sides = [extract(str(left)), extract(str(right))]
+    except SetupError as exc:
+        click.echo(f"acclint diff: {exc}", err=True)
+        sys.exit(2)
+    empty = [side for side in sides if not side.settings]
+    if empty:  # nothing to compare: say what could not be read, not a list of one-sided settings
+        for side in empty:
+            reasons = "; ".join(side.problems) or "no setting acclint recognises"
+            click.echo(f"acclint diff: no training settings found in {side.path} ({reasons})", err=True)
+        sys.exit(2)
+    result = diff_setups(*sides, ignore=[*config.diff_ignore, *_split(ignore)])
+    use_color = color if color is not None else (output is None and fmt == "text" and sys.stdout.isatty())
+    _emit(render_diff(result, fmt, color=use_color), output, color=use_color)
+    sys.exit(1 if result.mismatches else 0)
+
+
 @main.command("rules")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules_command(fmt) -> None:

@@ -19,9 +19,11 @@ from acclint.reports.sarif import render_sarif
 from acclint.reports.text import render_text
 
 __all__ = [
+    "DIFF_FORMATS",
     "FORMATS",
     "RenderOptions",
     "render",
+    "render_diff",
     "render_github",
     "render_json",
     "render_rule_list",
@@ -69,6 +71,24 @@ def _sarif(result: ScanResult, rules: Sequence[Rule], options: RenderOptions) ->
 
 
 FORMATS: dict[str, Renderer] = {"text": _text, "json": _json, "github": _github, "sarif": _sarif}
+
+
+DIFF_FORMATS = ("text", "json", "github")
+
+
+def render_diff(result, fmt: str, *, color: bool = False) -> str:
+    """Render an `acclint.setups.DiffResult` as text, json or github annotations."""
+    from acclint.reports.diff_github import render_diff_github
+    from acclint.reports.diff_json import render_diff_json
+    from acclint.reports.diff_text import render_diff_text
+
+    if fmt == "text":
+        return render_diff_text(result, color=color)
+    if fmt == "json":
+        return render_diff_json(result)
+    if fmt == "github":
+        return render_diff_github(result)
+    raise ValueError(f"unknown diff format {fmt!r}; expected one of {', '.join(DIFF_FORMATS)}")
 
 
 def render(result: ScanResult, fmt: str, rules: Iterable[Rule] = (), **options) -> str:
