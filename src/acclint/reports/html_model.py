@@ -137,6 +137,24 @@ class Report:
     version: str
 
     @property
+    def verdict(self) -> str:
+        """The answer to the lead's question: is this port ready for a parity run, and what is left?"""
+        failing = [i.title for i in self.checklist if i.status == FAIL]
+        unchecked = [i.title for i in self.checklist if i.status == NOT_CHECKED]
+        if not failing and not unchecked:
+            return "Ready for a parity run: every checklist item was checked and passes."
+        parts = []
+        if failing:
+            parts.append(f"fix {', '.join(failing)}")
+        if unchecked:
+            parts.append(f"check {', '.join(unchecked)}")
+        return "Not ready for a parity run yet: " + "; then ".join(parts) + "."
+
+    @property
+    def score_band(self) -> str:
+        return "good" if self.score == 100 else ("fair" if self.score >= 50 else "poor")
+
+    @property
     def severity_text(self) -> str:
         return ", ".join(plural(n, s, "info" if s == "info" else None) for s, n in self.severity_counts.items())
 
