@@ -15,10 +15,17 @@
   var catBoxes = Array.prototype.slice.call(controls.querySelectorAll("input[name=cat]"));
   var sevBoxes = Array.prototype.slice.call(controls.querySelectorAll("input[name=sev]"));
 
+  // Per file group and per checklist section: its element, its count badge and its full count.
+  var groups = files.map(function (el) {
+    var badge = el.querySelector("h4 .count");
+    return { el: el, badge: badge, total: badge ? badge.textContent : "", shown: -1,
+             section: items.indexOf(el.closest("section.item")) };
+  });
+  var groupOf = new Map(groups.map(function (g, i) { return [g.el, i]; }));
   // One record per card; the lowercased text is read on the first search only.
   var records = cards.map(function (el) {
     return { el: el, cat: el.getAttribute("data-cat"), sev: el.getAttribute("data-sev"),
-             file: el.getAttribute("data-file"), group: el.parentNode, text: null };
+             file: el.getAttribute("data-file"), group: groupOf.get(el.parentNode), text: null };
   });
   var current = -1;
 
@@ -80,7 +87,7 @@
     s.cat.forEach(function (c) { cats[c] = true; });
     s.sev.forEach(function (c) { sevs[c] = true; });
     var q = s.q.toLowerCase();
-    var visible = 0, perGroup = new Map();
+    var visible = 0, perGroup = new Array(groups.length).fill(0), perSection = new Array(items.length).fill(0);
     for (var i = 0; i < records.length; i++) {
       var r = records[i];
       var show = cats[r.cat] === true && sevs[r.sev] === true && (!s.file || r.file === s.file);
@@ -88,19 +95,21 @@
         if (r.text === null) r.text = r.el.textContent.toLowerCase();
         show = r.text.indexOf(q) >= 0;
       }
+      // Touch the DOM only where something changes: style and layout are the cost, not this loop.
       if (r.el.hidden === show) r.el.hidden = !show;
-      if (show) { visible++; perGroup.set(r.group, (perGroup.get(r.group) || 0) + 1); }
+      if (show) { visible++; perGroup[r.group]++; }
     }
     var filtered = visible !== records.length;
-    files.forEach(function (f) {
-      var n = perGroup.get(f) || 0;
-      if (f.hidden !== (n === 0)) f.hidden = n === 0;
-      var badge = f.querySelector("h4 .count"), total = badge && badge.getAttribute("data-total");
-      if (badge) badge.textContent = String(n) === total || n === 0 ? total : n + " of " + total;
+    groups.forEach(function (g, i) {
+      var n = perGroup[i];
+      perSection[g.section] += n;
+      if (g.shown === n) return;
+      g.shown = n;
+      if (g.el.hidden !== (n === 0)) g.el.hidden = n === 0;
+      if (g.badge) g.badge.textContent = String(n) === g.total || n === 0 ? g.total : n + " of " + g.total;
     });
-    items.forEach(function (section) {
-      var empty = section.classList.contains("empty");
-      var any = empty ? !filtered : !!section.querySelector(".file:not([hidden])");
+    items.forEach(function (section, i) {
+      var any = section.classList.contains("empty") ? !filtered : perSection[i] > 0;
       if (section.hidden === any) section.hidden = !any;
     });
     shown.textContent = filtered ? "Showing " + visible + " of " + records.length + " findings" : "Showing all " + records.length + " findings";
@@ -145,12 +154,6 @@
     dialog.showModal();
     return true;
   }
-
-  // Remember each file's full count, so "3 of 7" can be shown while filtering.
-  files.forEach(function (f) {
-    var badge = f.querySelector("h4 .count");
-    if (badge) badge.setAttribute("data-total", badge.textContent);
-  });
 
   controls.hidden = false;
   controls.addEventListener("change", function () { apply(); });
