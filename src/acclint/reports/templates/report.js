@@ -204,6 +204,18 @@
     else if (event.key === "r" && current >= 0) { openRule(records[current].el.getAttribute("data-rule")); }
   });
 
+  // Read the cards' text for search while the page is idle, so the first search does not wait for it.
+  var idle = window.requestIdleCallback || function (fn) { return setTimeout(function () { fn({ timeRemaining: function () { return 8; } }); }, 50); };
+  var nextText = 0;
+  function readTexts(deadline) {
+    while (nextText < records.length && deadline.timeRemaining() > 1) {
+      var r = records[nextText++];
+      if (r.text === null) r.text = r.el.textContent.toLowerCase();
+    }
+    if (nextText < records.length) idle(readTexts);
+  }
+  idle(readTexts);
+
   window.addEventListener("hashchange", readHash);
   if (!readHash()) apply(false);
 })();
