@@ -67,8 +67,8 @@ def test_every_checklist_item_has_a_row_with_a_status_and_a_reason_when_not_chec
         assert rows[key].counts["warning"] == sum(1 for f in scanned.findings
                                                   if f.category == key and f.severity == "warning")
     assert rows["hyperparameter"].status == NOT_CHECKED
-    assert "no --diff" in rows["hyperparameter"].reason
-    assert rows["runtime"].status == NOT_CHECKED and "no --fingerprints" in rows["runtime"].reason
+    assert "`--diff LEFT RIGHT`" in rows["hyperparameter"].reason
+    assert rows["runtime"].status == NOT_CHECKED and "`--fingerprints A.json B.json`" in rows["runtime"].reason
     installed = {rule.category for rule in RULES}
     for key in ("fused-op", "contiguity", "mixed-precision", "framework-default", "debug-tooling"):
         if key in installed:  # the family has landed: it ran over the examples
@@ -232,7 +232,7 @@ def test_scan_format_html_keeps_the_scan_exit_code(examples, tmp_path):
     result = CliRunner().invoke(main, ["scan", str(examples / "gpu"), "--format", "html", "-o", str(out)])
     assert result.exit_code == 1  # findings at warning
     page = out.read_text(encoding="utf-8")
-    assert page.lstrip().startswith("<!DOCTYPE html>") and "use acclint report --diff" in page
+    assert page.lstrip().startswith("<!DOCTYPE html>") and "use <code>acclint report --diff LEFT RIGHT</code>" in page
 
 
 @pytest.mark.parametrize("case", ["missing-folder", "foreign-fingerprint", "future-fingerprint", "missing-diff-side"])

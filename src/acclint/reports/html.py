@@ -8,7 +8,6 @@ A Content-Security-Policy forbids every fetch, so opening the file can never rea
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
@@ -20,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from acclint import __version__
 from acclint.findings import ScanResult
 from acclint.linter.rulebase import Rule
-from acclint.reports.html_model import Report, ScanScope, build_report
+from acclint.reports.html_model import Report, ScanScope, build_report, inline
 from acclint.reports.json_report import report_dict
 from acclint.reports.sources import SourceCache
 
@@ -29,7 +28,7 @@ from acclint.reports.sources import SourceCache
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("acclint.reports", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["tojson_attr"] = lambda value: json.dumps(value, ensure_ascii=False)
+    env.filters["inline"] = inline  # prose with `code` spans
     return env
 
 

@@ -8,7 +8,6 @@ for: the runtime half needs numpy, the scanner does not.
 from __future__ import annotations
 
 import importlib
-import inspect
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -41,36 +40,42 @@ def _readable(option: str, path: Path) -> None:
             raise ReportInputError(f"{option}: {path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _setups_diff():
-    """The diff entry point of acclint.setups: a function of (left, right) giving the diff result."""
-    try:
-        setups = importlib.import_module("acclint.setups")
-    except ImportError:
-        raise ReportInputError(DIFF_UNAVAILABLE) from None
-    for name in ("diff_paths", "diff_setups", "diff"):
-        function = getattr(setups, name, None)
-        if callable(function) and not inspect.isclass(function):
-            return function
-    raise ReportInputError(DIFF_UNAVAILABLE.replace("no acclint.setups package", "acclint.setups has no diff function"))
-
-
 def diff_dict(result: Any) -> dict:
-    """The diff JSON dict from whatever the diff API returned (a dict, or an object with to_dict)."""
-    data = result.to_dict() if hasattr(result, "to_dict") else result
+    """The diff JSON dict (DESIGN.md) of what the diff API returned: a dict, an object with
+    to_dict(), or an acclint.setups.DiffResult (through the diff's own JSON reporter)."""
+    if isinstance(result, Mapping):
+        data = result
+    elif hasattr(result, "to_dict"):
+        data = result.to_dict()
+    else:
+        try:
+            from acclint.reports.diff_json import diff_dict as contract_dict
+        except ImportError:
+            raise ReportInputError(DIFF_UNAVAILABLE.replace("no acclint.setups package", "no diff JSON reporter")) from None
+        data = contract_dict(result)
     if not isinstance(data, Mapping) or not isinstance(data.get("mismatches"), list):
         raise ReportInputError("the setup diff did not produce the documented shape (no \"mismatches\" list)")
     return dict(data)
 
 
 def load_diff(left: Path, right: Path) -> dict:
+    """`acclint diff LEFT RIGHT --format json`, through the acclint.setups API."""
     for path in (left, right):
         _readable("--diff", path)
-    diff = _setups_diff()
     try:
-        result = diff(left, right)
-    except (ValueError, OSError) as exc:  # the setups' own "cannot read this side" errors
+        setups = importlib.import_module("acclint.setups")
+        extract, diff_setups, setup_error = setups.extract, setups.diff_setups, setups.SetupError
+    except (ImportError, AttributeError):
+        raise ReportInputError(DIFF_UNAVAILABLE) from None
+    try:
+        sides = [extract(str(left)), extract(str(right))]
+    except setup_error as exc:
         raise ReportInputError(f"--diff: {exc}") from None
-    return diff_dict(result)
+    for side in sides:
+        if not getattr(side, "settings", True):  # as `acclint diff` does: nothing read is an error, not a diff
+            reasons = "; ".join(getattr(side, "problems", [])) or "no setting acclint recognises"
+            raise ReportInputError(f"--diff: no training settings found in {side.path} ({reasons})")
+    return diff_dict(diff_setups(*sides))
 
 
 def load_comparison(left: Path, right: Path):

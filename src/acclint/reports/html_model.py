@@ -49,7 +49,7 @@ class ChecklistItem:
     asks: str
     source: str
     status: str = NOT_CHECKED
-    reason: str = ""  # why not checked, or what the status rests on
+    reason: str = ""  # why not checked, or what the status rests on; `code` in backticks
     counts: dict[str, int] = field(default_factory=dict)  # severity -> findings
     differences: int = 0  # setup-diff mismatches, or runtime mismatches for the runtime item
     evidence: str = ""  # fragment id of the section with the evidence
@@ -293,13 +293,13 @@ def _judge_category(item: ChecklistItem, scope: ScanScope, scan: Optional[dict],
         if scan is not None and not scan.get("files_scanned", 0):
             item.reason = "no file was scanned"
         elif not installed and item.key == "hyperparameter":
-            item.reason = ("no --diff LEFT RIGHT given: hyperparameters are checked by comparing two setups"
+            item.reason = ("no `--diff LEFT RIGHT` given: hyperparameters are checked by comparing two setups"
                            if command == "report" else
-                           "scan does not compare setups: use acclint report --diff LEFT RIGHT")
+                           "scan does not compare setups: use `acclint report --diff LEFT RIGHT`")
         elif not installed:
             item.reason = "no rule of this family is installed in this acclint"
         else:
-            item.reason = f"its {plural(len(installed), 'rule')} were turned off (--select / --ignore / config)"
+            item.reason = f"its {plural(len(installed), 'rule')} were turned off (`--select` / `--ignore` / config)"
         return
     item.reason = "checked by " + " and ".join(checked_by) if checked_by else ""
 
@@ -307,13 +307,14 @@ def _judge_category(item: ChecklistItem, scope: ScanScope, scan: Optional[dict],
 def _judge_runtime(item: ChecklistItem, runtime: Optional[dict], command: str) -> None:
     item.evidence = "runtime"
     if runtime is None:
-        item.reason = ("no --fingerprints A.json B.json given" if command == "report"
-                       else "scan does not read fingerprints: use acclint report --fingerprints A.json B.json")
+        item.reason = ("no `--fingerprints A.json B.json` given" if command == "report"
+                       else "scan does not read fingerprints: use `acclint report --fingerprints A.json B.json`")
         return
     item.differences = len(runtime["mismatches"])
     item.status = PASS if runtime["ok"] else FAIL
     cause = runtime.get("first_cause")
-    item.reason = (f"first cause: {cause['kind']} {cause['name']}" if cause
+    name = "" if not cause or cause["name"] == cause["kind"] else f" `{cause['name']}`"
+    item.reason = (f"first cause: `{cause['kind']}`{name}" if cause
                    else f"parity over {plural(len(runtime['stages']), 'stage')}")
 
 
@@ -341,21 +342,24 @@ def show_value(value: Any) -> str:
     return str(value)
 
 
-def diff_view(diff: Mapping[str, Any]) -> dict:
+def diff_view(diff: Mapping[str, Any], titles: Mapping[str, str]) -> dict:
     rows = []
     for m in diff.get("mismatches", []):
+        category = m.get("category") or ""
         rows.append({
             "key": m.get("key", "?"),
-            "category": m.get("category") or "",
+            "category": category,
+            "item": titles.get(category, category),
             "left": show_value(m.get("left")),
             "right": show_value(m.get("right")),
-            # A side without a location took the launcher's documented default.
-            "left_where": _where(m.get("left_location")) or "default",
-            "right_where": _where(m.get("right_location")) or "default",
+            # A side without a location took the launcher's documented default (or a value derived from others).
+            "left_where": _where(m.get("left_location")) or m.get("left_origin") or "default",
+            "right_where": _where(m.get("right_location")) or m.get("right_origin") or "default",
             "message": m.get("message", ""),
         })
     return {"left": diff.get("left", ""), "right": diff.get("right", ""), "rows": rows,
-            "same": [str(key) for key in diff.get("same", [])]}
+            "same": [str(key) for key in diff.get("same", [])],
+            "problems": [str(p) for p in diff.get("problems", [])]}  # what a side could not read
 
 
 # --- the whole report -------------------------------------------------------------------------
@@ -446,7 +450,7 @@ def build_report(
         errors=list((scan or {}).get("errors", [])),
         skipped=list((scan or {}).get("skipped", [])),
         rule_pages=[rule_page(rules[code]) for code in used],
-        diff=diff_view(diff) if diff is not None else None,
+        diff=diff_view(diff, {i.key: i.title for i in checklist}) if diff is not None else None,
         runtime=runtime,
         generated=generated,
         version=version,
