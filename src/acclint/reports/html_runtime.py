@@ -51,9 +51,17 @@ def _stage_row(stage: str, title: str, found: list[dict], summary: str, skipped:
     return {"stage": stage, "title": title, "status": status, "count": len(found), "note": note}
 
 
+def _short(value: Any) -> str:
+    """Statistics dicts (norm, mean, std, ..., sha256) shortened to their first entries."""
+    if isinstance(value, Mapping) and len(value) > 3:
+        return show_value(dict(list(value.items())[:3])) + ", …"
+    return show_value(value)
+
+
 def _mismatch_row(m: Mapping[str, Any]) -> dict:
-    return {"kind": m.get("kind", ""), "name": m.get("name", ""), "left": show_value(m.get("left")),
-            "right": show_value(m.get("right")), "message": m.get("message", ""),
+    return {"kind": m.get("kind", ""), "name": m.get("name", ""), "left": _short(m.get("left")),
+            "right": _short(m.get("right")), "left_full": show_value(m.get("left")),
+            "right_full": show_value(m.get("right")), "message": m.get("message", ""),
             "consequence_of": m.get("consequence_of") or ""}
 
 
@@ -153,6 +161,7 @@ def runtime_view(result: Any, left_label: str, right_label: str) -> dict:
         "right": right_label,
         "mismatches": [_mismatch_row(m) for m in mismatches],
         "first_cause": _mismatch_row(cause) if cause else None,
+        "causes": sum(1 for m in mismatches if not m.get("consequence_of")),
         "stages": _stage_rows(result, mismatches),
         "charts": _charts(result),
     }
