@@ -190,10 +190,12 @@ def report_command(paths, output, diff_sides, fingerprints, select, ignore, excl
         fail(str(exc))
     active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
     result = _run_scan(paths, active, config, jobs)
-    page = html_report(result, rules, active_codes=frozenset(rule.code for rule in active), base_dir=Path.cwd(),
-                       paths=[str(p) for p in paths], diff=diff, runtime=runtime)
     try:
+        page = html_report(result, rules, active_codes=frozenset(rule.code for rule in active), base_dir=Path.cwd(),
+                           paths=[str(p) for p in paths], diff=diff, runtime=runtime)
         output.write_text(page, encoding="utf-8")
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
+    except Exception as exc:  # a bug of ours: say so plainly, exit 2, no traceback
+        fail(f"internal error: {type(exc).__name__}: {exc} (please report it with the command line)")
     click.echo(f"Wrote {output}: {summary_line(result)}")
