@@ -210,5 +210,5 @@ def test_screenshot_is_not_blank(watched, tmp_path):
     assert inked / len(pixels[:: 7]) > 0.02, "the screenshot is (nearly) blank"
     assert len(set(pixels[:: 7])) > 50  # text, badges and colours, not a flat fill
     target = os.environ.get("ACCLINT_SCREENSHOT")
-    if target:  # refresh the README's picture from this very browser
-        Path(target).write_bytes(png)
+    if target:  # refresh the README's picture from this very browser, in 128 colours to keep the repository small
+        image.quantize(colors=128).save(target, optimize=True)
