@@ -10,8 +10,8 @@ from __future__ import annotations
 import html
 import re
 from collections import defaultdict
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from markupsafe import Markup, escape
@@ -30,6 +30,7 @@ FAILING = ("error", "warning")
 CONTEXT_LINES = 2  # source lines shown before and after a finding's span
 MAX_SPAN_LINES = 8  # a longer span shows its first lines only
 
+
 def _escape(text: str) -> str:
     return html.escape(text, quote=False)
 
@@ -47,7 +48,7 @@ class ChecklistItem:
     key: str
     title: str
     asks: str
-    source: str
+    source: str  # where the guides ask for it (shown on hover and in print)
     status: str = NOT_CHECKED
     reason: str = ""  # why not checked, or what the status rests on; `code` in backticks
     counts: dict[str, int] = field(default_factory=dict)  # severity -> findings
