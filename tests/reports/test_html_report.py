@@ -280,3 +280,10 @@ def test_diff_end_to_end_through_acclint_setups(examples, tmp_path):
     assert result.exit_code == 0, result.output
     section = out.read_text(encoding="utf-8").split('id="setup-diff"', 1)[1].split("</section>", 1)[0]
     assert 'data-key="adam-beta2"' in section  # the examples' betas differ: (0.9, 0.95) vs (0.9, 0.999)
+
+
+def test_files_with_the_most_severe_findings_come_first_in_an_item(scanned):
+    report = model(scanned)
+    for group in report.groups:
+        ranks = [min({"error": 0, "warning": 1, "info": 2}[f.severity] for f in file.findings) for file in group.files]
+        assert ranks == sorted(ranks)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from markupsafe import Markup, escape
 
-from acclint.findings import SEVERITIES
+from acclint.findings import SEVERITIES, SEVERITY_RANK
 from acclint.knowledge import table
 from acclint.linter.rulebase import Rule
 from acclint.reports.common import plural, rule_title
@@ -367,10 +367,15 @@ def diff_view(diff: Mapping[str, Any], titles: Mapping[str, str]) -> dict:
 
 
 def _file_groups(findings: Iterable[FindingView]) -> list[FileGroup]:
+    """Files with errors first, then warnings, then info only; by path within each."""
     by_file: dict[str, list[FindingView]] = defaultdict(list)
     for finding in findings:
         by_file[finding.path].append(finding)
-    return [FileGroup(path, by_file[path]) for path in sorted(by_file)]
+
+    def worst(path: str) -> int:
+        return min(SEVERITY_RANK.get(f.severity, len(SEVERITY_RANK)) for f in by_file[path])
+
+    return [FileGroup(path, by_file[path]) for path in sorted(by_file, key=lambda p: (worst(p), p))]
 
 
 def build_report(
