@@ -10,6 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
+from acclint.linter.configs import read_config
 from acclint.linter.context import FileContext, Sink
 from acclint.linter.discovery import kind_of
 from acclint.linter.facts import FileFacts
@@ -27,6 +28,7 @@ class FileOutcome:
     error: Optional[str] = None
     skip: Optional[str] = None
     findings: list = field(default_factory=list)  # (Finding, suppressions)
+    ignored: bool = False  # a JSON file that is no config acclint knows: neither scanned nor skipped
 
 
 def analyze_file(abspath: str, display: str, rules: list) -> FileOutcome:
@@ -38,6 +40,8 @@ def analyze_file(abspath: str, display: str, rules: list) -> FileOutcome:
     try:
         if kind == "shell":
             return _analyze_shell(abspath, display, source.text)
+        if kind == "config":
+            return _analyze_config(abspath, display, source.text, rules)
         return _analyze_python(abspath, display, source.text, rules)
     except RecursionError:
         return FileOutcome(display, error="too deeply nested to analyse")
@@ -72,6 +76,17 @@ def _syntax_error(text: str, exc: "cst.ParserSyntaxError") -> str:
     except (ValueError, RecursionError, MemoryError):
         pass
     return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}"
+
+
+def _analyze_config(abspath: str, display: str, text: str, rules: list) -> FileOutcome:
+    config, error = read_config(display, abspath, text)
+    if config is None:
+        return FileOutcome(display, error=error, ignored=error is None)
+    sink = Sink()
+    context = FileContext(config.facts, sink)
+    for rule in rules:
+        rule.check_config(context, config)
+    return FileOutcome(display, findings=sink.findings)
 
 
 def _analyze_shell(abspath: str, display: str, text: str) -> FileOutcome:

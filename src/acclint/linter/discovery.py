@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 PYTHON_SUFFIXES = (".py", ".pyi")
 SHELL_SUFFIXES = (".sh", ".bash")
 SCANNED_SUFFIXES = PYTHON_SUFFIXES + SHELL_SUFFIXES
+CONFIG_SUFFIXES = (".json",)  # read only when they turn out to be configs acclint knows (msprobe)
 
 # Folders that never hold the user's training code.
 SKIPPED_DIRS = frozenset(
@@ -31,6 +32,8 @@ class Discovery:
 
 
 def kind_of(path: Path) -> str:
+    if path.suffix in CONFIG_SUFFIXES:
+        return "config"
     return "shell" if path.suffix in SHELL_SUFFIXES else "python"
 
 
@@ -68,7 +71,7 @@ def discover(paths: Iterable[Path], root: Path, exclude: Sequence[str] = ()) -> 
             found.skipped.append((given, _broken_link(str(given))))
         else:
             # A file named explicitly is scanned whatever its suffix is (pre-commit passes files).
-            if given.suffix in SCANNED_SUFFIXES or not given.suffix:
+            if given.suffix in SCANNED_SUFFIXES + CONFIG_SUFFIXES or not given.suffix:
                 _add(given, found, seen_files)
     found.files.sort()
     return found
@@ -124,5 +127,5 @@ def _walk(folder: Path, root: Path, exclude, found: Discovery, seen, ancestors: 
                 found.skipped.append((path, "symbolic link loop"))
                 continue
             _walk(path, root, exclude, found, seen, ancestors | {key})
-        elif path.suffix in SCANNED_SUFFIXES:
+        elif path.suffix in SCANNED_SUFFIXES or (path.suffix in CONFIG_SUFFIXES and "config" in path.name.lower()):
             _add(path, found, seen)

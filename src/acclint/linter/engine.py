@@ -72,6 +72,8 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     sink = Sink()
     python_facts, shell_facts = [], []
     for outcome in outcomes:
+        if outcome.ignored:
+            continue
         if outcome.error is not None:
             result.errors.append(FileError(outcome.path, outcome.error))
         elif outcome.skip is not None:
@@ -79,7 +81,8 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
         else:
             result.files_scanned += 1
             sink.findings.extend(outcome.findings)
-            (python_facts if isinstance(outcome.facts, FileFacts) else shell_facts).append(outcome.facts)
+            if outcome.facts is not None:  # configs contribute findings only
+                (python_facts if isinstance(outcome.facts, FileFacts) else shell_facts).append(outcome.facts)
 
     check_programs(Project(python_facts, shell_facts, [str(r) for r in roots]), rules, sink)
     result.findings = _filter(sink, config)

@@ -36,6 +36,16 @@ class Value:
     literal: Any = NOT_LITERAL
     dotted: Optional[str] = None
     names: frozenset = frozenset()
+    # A method chain `base.m1(...).m2[...]`: `base` is the dotted text of the innermost name, or
+    # the callee of the innermost call (`base_call`); `chain` the methods/attributes applied to it
+    # in order ("[]" a subscript, "~" a bitwise not). Lets rules follow views and masks.
+    base: Optional[str] = None
+    base_call: bool = False
+    chain: tuple = ()
+    base_names: frozenset = frozenset()  # qualified names of `base` (filled after the pass)
+    # For conditions (comparisons, and/or/not, `a if c else b`): the string literals and dotted
+    # names they mention, e.g. {"cuda", "device.type"}.
+    mentions: frozenset = frozenset()
 
     @property
     def is_literal(self) -> bool:
@@ -63,6 +73,9 @@ class Call:
     in_main: bool  # inside the module-level `if __name__ == "__main__":` block
     assigned_to: Optional[str] = None  # `x = Foo(...)` records "x"
     names: frozenset = frozenset()  # qualified names of the callee (filled after the pass)
+    in_loop: bool = False  # inside a `for`/`while` body of its own function
+    guard: Optional["Guard"] = None  # the innermost `if` (or `a if c else b`) it runs under
+    receiver: Optional[Value] = None  # for `expr.method(...)`: the summarised `expr`
 
     def arg(self, keyword: str, position: Optional[int] = None) -> Optional[Arg]:
         """The argument passed by keyword, or at `position` if passed positionally."""
@@ -93,6 +106,24 @@ class Assignment:
     names: frozenset = frozenset()
 
 
+@dataclass(slots=True, frozen=True)
+class Guard:
+    """The condition a call runs under: what the test mentions, and whether it is the else side."""
+
+    mentions: frozenset
+    negated: bool = False
+
+
+@dataclass(slots=True)
+class NameAssignment:
+    """`name = value` inside a function or module, recorded after its right side (data flow)."""
+
+    name: str
+    value: Value
+    scope: str
+    order: int
+
+
 @dataclass(slots=True)
 class EnvWrite:
     """An environment variable set from Python (`os.environ[...] = `, `setdefault`, `putenv`, `update`)."""
@@ -120,6 +151,7 @@ class FunctionDef:
     qualname: str  # "seed_all", "Trainer.fit"
     owner: Optional[str]  # the class for methods
     order: int
+    params: tuple = ()  # parameter names, in order
 
 
 @dataclass(slots=True)
@@ -137,6 +169,7 @@ class FileFacts:
     bindings: dict = field(default_factory=dict)  # local name -> set of qualified names
     calls: list = field(default_factory=list)
     assignments: list = field(default_factory=list)
+    name_assignments: list = field(default_factory=list)  # NameAssignment, in source order
     env_writes: list = field(default_factory=list)
     imports: list = field(default_factory=list)
     functions: dict = field(default_factory=dict)  # qualname -> FunctionDef

@@ -89,6 +89,9 @@ class Rule:
     def check_program(self, ctx: "ProgramContext") -> None:
         """Checks of a whole program: an entry point and everything it reaches."""
 
+    def check_config(self, ctx: "FileContext", config) -> None:
+        """Checks of a config file acclint understands (`linter.configs.ConfigFile`)."""
+
     def __repr__(self) -> str:
         return f"<{self.code} {self.name}>"
 

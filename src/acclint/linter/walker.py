@@ -101,6 +101,67 @@ def literal(node: cst.CSTNode) -> Any:
     return F.NOT_LITERAL
 
 
+def summarise_chain(node: cst.CSTNode) -> tuple:
+    """(base node, chain) of `base.m1(...).m2[...]`: methods/attributes in application order."""
+    chain = []
+    while True:
+        kind = type(node)
+        if kind is cst.Call and type(node.func) is cst.Attribute and dotted_name(node.func) is None:
+            chain.append(node.func.attr.value)
+            node = node.func.value
+        elif kind is cst.Attribute and dotted_name(node) is None:
+            chain.append(node.attr.value)
+            node = node.value
+        elif kind is cst.Subscript:
+            chain.append("[]")
+            node = node.value
+        elif kind is cst.UnaryOperation and type(node.operator) is cst.BitInvert:
+            chain.append("~")
+            node = node.expression
+        else:
+            chain.reverse()
+            return node, tuple(chain)
+
+
+_CONDITIONS = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.UnaryOperation)
+
+
+def mentions(node: cst.CSTNode, depth: int = 0) -> frozenset:
+    """String literals and dotted names (callees included) a condition mentions; bounded depth."""
+    found: set = set()
+    _collect_mentions(node, found, depth)
+    return frozenset(found)
+
+
+def _collect_mentions(node: cst.CSTNode, found: set, depth: int) -> None:
+    if depth > 6:
+        return
+    kind = type(node)
+    if kind is cst.SimpleString:
+        text = literal(node)
+        if isinstance(text, str):
+            found.add(text)
+        return
+    dotted = dotted_name(node)
+    if dotted is not None:
+        found.add(dotted)
+        return
+    children = _MENTION_CHILDREN.get(kind)
+    if children is not None:
+        for child in children(node):
+            _collect_mentions(child, found, depth + 1)
+
+
+# Where a condition's parts are: comparisons, and/or/not, `a if c else b`, calls and attributes.
+_MENTION_CHILDREN = {
+    cst.Comparison: lambda n: (n.left, *(target.comparator for target in n.comparisons)),
+    cst.BooleanOperation: lambda n: (n.left, n.right),
+    cst.UnaryOperation: lambda n: (n.expression,),
+    cst.IfExp: lambda n: (n.test, n.body, n.orelse),
+    cst.Call: lambda n: (n.func, *(arg.value for arg in n.args)),
+    cst.Attribute: lambda n: (n.value,),
+}
+
 def param_groups(node) -> Optional[F.ParamGroups]:
     """The literal entries of each dict in a list of dicts with string keys, else None."""
     groups = []
@@ -158,6 +219,8 @@ class _State:
     owner: Optional[str] = None  # class whose body we are in
     in_main: bool = False
     in_fallback: bool = False
+    in_loop: bool = False
+    guard: Optional[F.Guard] = None
 
 
 class _Restore:
@@ -191,8 +254,25 @@ class FileWalker:
     def _value(self, node: cst.CSTNode) -> F.Value:
         value = F.Value(literal=literal(node), dotted=dotted_name(node))
         if value.dotted:
+            value.base = value.dotted
             self.value_nodes.append(value)
+        elif isinstance(node, _CONDITIONS) and not (
+                type(node) is cst.UnaryOperation and type(node.operator) is not cst.Not):
+            value.mentions = mentions(node)
+        elif value.literal is F.NOT_LITERAL:
+            self._chain_into(value, node)
         return value
+
+    def _chain_into(self, value: F.Value, node: cst.CSTNode) -> None:
+        base, chain = summarise_chain(node)
+        value.chain = chain
+        if type(base) is cst.Call:
+            callee = dotted_name(base.func)
+            value.base, value.base_call = callee, callee is not None
+        else:
+            value.base = dotted_name(base)
+        if value.base:
+            self.value_nodes.append(value)
 
     # -- the walk ----------------------------------------------------------------------------
     def run(self) -> F.FileFacts:
@@ -253,12 +333,27 @@ class FileWalker:
             order=self._next_order(),
             in_main=state.in_main,
             assigned_to=assigned_to,
+            in_loop=state.in_loop,
+            guard=state.guard,
         )
+        if call.callee.startswith("?."):  # a method on an expression; `a.b.m()` keeps `a.b` in callee
+            call.receiver = self._value(node.func.value)
         self.facts.calls.append(call)
         if node.args and type(node.args[0].value) in (cst.List, cst.Tuple):
             groups = param_groups(node.args[0].value)
             if groups is not None:
                 self.facts.param_groups[call.node] = groups
+        return state
+
+    def _matmul(self, node: cst.BinaryOperation, state: _State, stack: list):
+        """`a @ b` is recorded as a call of `@` with both operands (matmul checks read it)."""
+        if type(node.operator) is cst.MatrixMultiply:
+            self.facts.calls.append(F.Call(
+                node=self._node(node), callee="@",
+                args=(F.Arg(None, self._value(node.left)), F.Arg(None, self._value(node.right))),
+                scope=state.scope, order=self._next_order(), in_main=state.in_main,
+                in_loop=state.in_loop, guard=state.guard,
+            ))
         return state
 
     def _import(self, node: cst.Import, state: _State, stack: list):
@@ -296,6 +391,14 @@ class FileWalker:
         if value is None:
             return state
         value_dotted = dotted_name(value)
+        names = [t.value for t in targets if type(t) is cst.Name]
+        for target in targets:
+            if isinstance(target, (cst.Tuple, cst.List)):  # `a, b = ...`: both rebound, value unknown
+                names.extend(e.value.value for e in target.elements if type(e.value) is cst.Name)
+        if names:
+            # Queued below the right side's nodes, so it is recorded (and ordered) after them.
+            summary = self._value(value) if len(targets) == 1 and type(targets[0]) is cst.Name else F.Value()
+            stack.append(_NameBinding(names, summary, state.scope))
         for target in targets:
             if isinstance(target, cst.Name):
                 if value_dotted is not None:
@@ -347,10 +450,14 @@ class FileWalker:
 
     def _function(self, node: cst.FunctionDef, state: _State, stack: list):
         qualname = node.name.value if state.scope == F.MODULE_SCOPE else f"{state.scope}.{node.name.value}"
+        params = node.params
         self.facts.functions[qualname] = F.FunctionDef(
-            node=self._node(node), qualname=qualname, owner=state.owner, order=self._next_order()
+            node=self._node(node), qualname=qualname, owner=state.owner, order=self._next_order(),
+            params=tuple(p.name.value for group in (params.posonly_params, params.params, params.kwonly_params)
+                         for p in group),
         )
-        inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main)
+        inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main,
+                                    in_loop=False, guard=None)
         # Decorators and defaults run in the enclosing scope; the body in the function's own.
         self._children_in(node, ("body",), state, inner, stack)
         self._children_in(node, ("decorators", "params", "returns"), state, state, stack)
@@ -374,7 +481,27 @@ class FileWalker:
             self._children_in(node, ("body",), state, dataclasses.replace(state, in_main=True), stack)
             self._children_in(node, ("test",), state, state, stack)
             return None
-        return state
+        return self._guarded(node, state, stack)
+
+    def _guarded(self, node, state: _State, stack: list):
+        """`if`/`a if c else b`: the body runs under the test, the else side under its negation."""
+        tested = mentions(node.test)
+        self._children_in(node, ("orelse",), state, dataclasses.replace(state, guard=F.Guard(tested, True)), stack)
+        self._children_in(node, ("body",), state, dataclasses.replace(state, guard=F.Guard(tested)), stack)
+        self._children_in(node, ("test",), state, state, stack)
+        return None
+
+    def _loop(self, node, state: _State, stack: list):
+        self._children_in(node, ("body",), state, dataclasses.replace(state, in_loop=True), stack)
+        fields = ("target", "iter", "orelse") if type(node) is cst.For else ("test", "orelse")
+        self._children_in(node, fields, state, state, stack)
+        return None
+
+    def _name_binding(self, item: "_NameBinding", state: _State, stack: list):
+        order = self._next_order()
+        for name in item.names:
+            self.facts.name_assignments.append(F.NameAssignment(name, item.value, item.scope, order))
+        return None
 
     def _try(self, node: cst.Try, state: _State, stack: list):
         if not _catches_import_error(node):
@@ -393,7 +520,15 @@ class FileWalker:
         for assignment in facts.assignments:
             assignment.names = resolve(assignment.target, bindings)
         for value in self.value_nodes:
-            value.names = resolve(value.dotted, bindings)
+            if value.dotted:
+                value.names = resolve(value.dotted, bindings)
+            value.base_names = value.names if value.base == value.dotted else resolve(value.base, bindings)
+            if value.base_call and not value.base_names and "." in value.base:
+                # `x.t()` is a method of a local, not a function: base `x`, chain starts with `t`.
+                value.base, method = value.base.rsplit(".", 1)
+                value.base_call = False
+                value.chain = (method, *value.chain)
+                value.base_names = resolve(value.base, bindings)
         for write, base in self.environ_subscripts:
             if "os.environ" in resolve(base, bindings):
                 facts.env_writes.append(write)
@@ -412,8 +547,23 @@ _HANDLERS = {
     cst.FunctionDef: FileWalker._function,
     cst.ClassDef: FileWalker._class,
     cst.If: FileWalker._if,
+    cst.IfExp: FileWalker._guarded,
+    cst.For: FileWalker._loop,
+    cst.While: FileWalker._loop,
+    cst.BinaryOperation: FileWalker._matmul,
     cst.Try: FileWalker._try,
 }
+
+
+class _NameBinding:
+    """`name = value`, queued to be recorded once the right side has been walked."""
+
+    __slots__ = ("names", "value", "scope")
+
+    def __init__(self, names: list, value: F.Value, scope: str):
+        self.names = names
+        self.value = value
+        self.scope = scope
 
 
 class _AssignedCall:
@@ -457,3 +607,6 @@ def _env_writes_from_calls(calls: list) -> list:
 
 
 _ENV_SETTERS = frozenset({"os.environ.setdefault", "os.putenv", "os.environ.update"})
+
+
+_HANDLERS[_NameBinding] = FileWalker._name_binding

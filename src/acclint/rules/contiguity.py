@@ -1,0 +1,283 @@
+"""Category `contiguity`: a transposed view (`.t()`, `.T`, `.transpose()`, `.permute()`, ...) is the
+same memory read with other strides. Where it reaches code that depends on the layout, results
+differ between devices or raise (seeds/000: the GLM4 `.t()` without `.contiguous()` in a
+ColumnParallelLinear backward). Names are followed through assignments within a function."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from acclint.linter.context import FileContext
+from acclint.linter.rulebase import Example, Rule, RuleDoc
+from acclint.rules.flow import LayoutEvent, in_autograd_backward, layout_events, receiver, short
+from acclint.rules.fused_op import contiguous_only
+
+_MATMUL_METHODS = frozenset({"matmul", "mm", "bmm"})
+_MATMUL_FUNCTIONS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm",
+                               "torch.nn.functional.linear"})
+_COLLECTIVES = frozenset(
+    f"torch.distributed.{name}" for name in (
+        "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "reduce_scatter",
+        "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast", "all_to_all", "all_to_all_single",
+        "reduce", "send", "recv", "isend", "irecv", "gather", "scatter")
+)
+
+
+class ContiguityRule(Rule):
+    category = "contiguity"
+    severity = "warning"
+    fix_text: ClassVar[str] = "add `.contiguous()` after the transpose"
+
+    def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
+        """The message when the event is this rule's case, else ''."""
+        raise NotImplementedError
+
+    def check_file(self, ctx: FileContext) -> None:
+        for event in layout_events(ctx.facts):
+            message = self.matches(ctx, event)
+            if message:
+                ctx.report(self, event.call.node, message, fix=self.fix_text)
+
+
+def _is_dtype_view(event: LayoutEvent) -> bool:
+    args = [a for a in event.call.args if not a.star]
+    return len(args) == 1 and args[0].keyword in (None, "dtype") and any(
+        n.startswith(("torch.", "mindspore.")) for n in args[0].value.names)
+
+
+class TransposedView(ContiguityRule):
+    code = "ACL501"
+    name = "transposed-view"
+    summary = "`.view()` on a transposed tensor"
+    fix_text = "`.contiguous().view(...)` or `.reshape(...)`"
+    doc = RuleDoc(
+        what="Reports `.view(...)` called on a tensor that is a transposed view: produced by `.t()`, `.T`, `.mT`, "
+        "`.transpose()`, `.permute()`, `.swapaxes()`, `.movedim()`, directly or through a local name. A flattening "
+        "view (`.view(-1)`, one size) is a warning; a view to several sizes is info, because it is valid when it "
+        "only splits dims or the swapped dims have size 1 (which static analysis cannot see).",
+        why="`view` reinterprets the existing strides. On a transposed tensor it raises "
+        "(\"view size is not compatible with input tensor's size and stride\") unless the transposed dims happen to "
+        "be of size 1, so whether it runs depends on shapes that differ between a GPU recipe and an NPU recipe "
+        "(TP size, sequence layout SBH vs BSH); where it runs, the result depends on the layout the kernel produced, "
+        "which torch_npu may choose differently (private formats).",
+        fix="Make the layout explicit: `x.transpose(0, 1).contiguous().view(...)`, or use `.reshape(...)`.",
+    )
+    invalid = (
+        Example.script("""
+            def merge_heads(context, batch, seq, hidden):
+                context = context.permute(0, 2, 1, 3)
+                return context.view(batch, seq, hidden)  # expect: ACL501
+
+
+            def flatten(x):
+                return x.transpose(0, 1).view(-1)  # expect: ACL501
+        """),
+    )
+    valid = (
+        Example.script("""
+            import torch
+
+
+            def merge_heads(context, batch, seq, hidden):
+                context = context.permute(0, 2, 1, 3).contiguous()
+                out = context.view(batch, seq, hidden)
+                return out.transpose(0, 1).reshape(-1), out.t().view(torch.int32)
+
+
+            def rope_on_batch_first(q, rope):
+                q = q.transpose(0, 1)
+                q[..., -64:] = rope(q[..., -64:])
+                q = q.transpose(0, 1)  # back to the original layout
+                return q.view(*q.shape[:2], -1)
+        """, "contiguous first, reshape, a dtype view, a transpose undone"),
+    )
+
+    def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
+        call = event.call
+        if call.method != "view" or not event.receiver_transposed or _is_dtype_view(event):
+            return ""
+        return (f"`.view()` on `{short(receiver(call))}`, a transposed (non-contiguous) view: it raises unless the "
+                "shape change only splits dims or the swapped dims have size 1, and NPU kernels may return other "
+                "strides than CUDA ones.")
+
+    def check_file(self, ctx: FileContext) -> None:
+        for event in layout_events(ctx.facts):
+            message = self.matches(ctx, event)
+            if message:
+                # `.view(-1)` / `.view(n)` merges every dim: with a real transposition it cannot work. A view to
+                # several dims may only split dims (valid on any strides): shown, but not as a warning.
+                shape = [a for a in event.call.args if a.keyword is None]
+                flatten = len(shape) == 1 and not shape[0].star
+                ctx.report(self, event.call.node, message, fix=self.fix_text, severity=None if flatten else "info")
+
+
+class TransposedMatmulInBackward(ContiguityRule):
+    code = "ACL502"
+    name = "transposed-matmul-in-backward"
+    summary = "A transposed tensor reaches a matmul in a custom autograd backward without `.contiguous()`"
+    doc = RuleDoc(
+        what="Reports, inside `backward` of a `torch.autograd.Function`, a matmul (`.matmul`, `.mm`, `.bmm`, "
+        "`torch.matmul`, `@`) whose operand is a transposed view of the incoming gradient (a parameter of "
+        "`backward`, or a name containing `grad`) without `.contiguous()`. Transposed weights and saved inputs "
+        "(`grad_output.matmul(weight)`, `torch.matmul(dy, w.t())`) are how every linear backward is written and "
+        "are not reported.",
+        why="Hand-written backwards (Megatron's `LinearWithGradAccumulationAndAsyncCommunication`, custom fused "
+        "layers) compute weight gradients as `grad_output.t().matmul(total_input)`. In the GLM4 alignment case "
+        "(seeds/000) the first step's loss matched but the second step's grad norm did not: the PyTorch side ran "
+        "the matmul on the non-contiguous `.t()` view, the MindSpore side made it contiguous first, and only dW "
+        "differed. Adding `.contiguous()` made both sides equal.",
+        fix="`grad_weight = grad_output.t().contiguous().matmul(total_input)`.",
+        references=("seeds/000 GLM4 case",),
+    )
+    invalid = (
+        Example.script("""
+            import torch
+
+
+            class LinearWithGradAccumulation(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, input, weight, bias):
+                    ctx.save_for_backward(input, weight)
+                    return torch.matmul(input, weight.t()) + bias
+
+                @staticmethod
+                def backward(ctx, grad_output):
+                    input, weight = ctx.saved_tensors
+                    grad_input = grad_output.matmul(weight)
+                    grad_output = grad_output.contiguous()
+                    grad_output = grad_output.view(grad_output.shape[0] * grad_output.shape[1], grad_output.shape[2])
+                    total_input = input.view(input.shape[0] * input.shape[1], input.shape[2])
+                    grad_weight = grad_output.t().matmul(total_input)  # expect: ACL502
+                    grad_bias = grad_output.sum(dim=0)
+                    return grad_input, grad_weight, grad_bias
+        """, "a Megatron-style ColumnParallelLinear backward (the GLM4 case)"),
+        Example.script("""
+            from torch.autograd import Function
+
+
+            class Projection(Function):
+                @staticmethod
+                def backward(ctx, grad):
+                    x, w = ctx.saved_tensors
+                    g_t = grad.transpose(-1, -2)
+                    return grad @ w, g_t @ x  # expect: ACL502
+        """, "through a local name and the @ operator"),
+    )
+    valid = (
+        Example.script("""
+            import torch
+
+
+            class LinearWithGradAccumulation(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, input, weight):
+                    ctx.save_for_backward(input, weight)
+                    return torch.matmul(input, weight.t())
+
+                @staticmethod
+                def backward(ctx, grad_output):
+                    input, weight = ctx.saved_tensors
+                    grad_input = grad_output.matmul(weight)
+                    grad_weight = grad_output.t().contiguous().matmul(input)
+                    return grad_input, grad_weight
+
+
+            class GroupedMLP(torch.autograd.Function):
+                @staticmethod
+                def backward(ctx, grad_outs):
+                    inputs, weights = ctx.saved_tensors
+                    grad_inputs = torch.matmul(grad_outs, weights.t())
+                    grad_weights = torch.matmul(inputs.t(), grad_outs)
+                    return grad_inputs, grad_weights
+
+
+            def attention(q, k):
+                return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+        """, "`.contiguous()` on the gradient; transposed weights/inputs in a backward and a transposed key in a "
+            "forward pass are normal"),
+    )
+
+    def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
+        call = event.call
+        is_matmul = call.callee == "@" or call.method in _MATMUL_METHODS and not call.names or \
+            bool(call.names & _MATMUL_FUNCTIONS)
+        if not is_matmul or not in_autograd_backward(ctx.facts, call.scope):
+            return ""
+        operands = ([(short(receiver(call)), event.receiver_transposed)] if event.receiver_transposed else []) + \
+            [(short(a.value), root) for a, root in zip(event.transposed_args, event.roots)]
+        # The GLM4 case is the incoming gradient transposed (`grad_output.t()`); a transposed parameter or saved
+        # input (`weight.t()`, the usual dX = dY @ W^T) is how every linear backward is written.
+        incoming = _incoming_gradients(ctx.facts, call.scope)
+        gradients = [(text, root) for text, root in operands if root in incoming or "grad" in root.lower()]
+        if not gradients:
+            return ""
+        return (f"matmul on the transposed gradient `{gradients[0][0]}` in `{call.scope}` without `.contiguous()`: "
+                "the weight gradient depends on its layout (the GLM4 case: dW differed until `.contiguous()` was "
+                "added).")
+
+
+def _incoming_gradients(facts, scope: str) -> set:
+    function = facts.functions.get(scope)
+    return set(function.params[1:]) if function is not None else set()
+
+
+class TransposedIntoCollectiveOrKernel(ContiguityRule):
+    code = "ACL503"
+    name = "transposed-into-collective"
+    summary = "A transposed tensor passed to a collective or an NPU fused kernel"
+    doc = RuleDoc(
+        what="Reports a transposed view passed to a `torch.distributed` collective (`all_reduce`, `all_gather`, "
+        "`reduce_scatter`, `broadcast`, `all_to_all`, ...) or to a fused NPU kernel documented as not accepting "
+        "non-contiguous input (`contiguous_input` in `knowledge/fused_ops.toml`, e.g. `npu_swiglu`). MC2 kernels "
+        "take a transposed weight by design and are not reported.",
+        why="Collectives send the tensor's storage: NCCL requires contiguous tensors and HCCL copies or rejects "
+        "non-contiguous ones, so the two sides take different paths, and an in-place `all_reduce` on a view "
+        "reduces into a temporary the caller never sees. Fused NPU kernels such as `npu_swiglu` do not support "
+        "non-contiguous input (OPP docs).",
+        fix="Pass `x.transpose(...).contiguous()`.",
+    )
+    invalid = (
+        Example.script("""
+            import torch.distributed as dist
+            import torch_npu
+
+
+            def reduce_grad(grad, group):
+                dist.all_reduce(grad.t(), group=group)  # expect: ACL503
+
+
+            def gated(x):
+                y = x.transpose(0, 1)
+                return torch_npu.npu_swiglu(y, dim=-1)  # expect: ACL503
+        """),
+    )
+    valid = (
+        Example.script("""
+            import torch.distributed as dist
+            import torch_npu
+
+
+            def reduce_grad(grad, group):
+                dist.all_reduce(grad.t().contiguous(), group=group)
+
+
+            def gated(x):
+                return torch_npu.npu_swiglu(x.transpose(0, 1).contiguous(), dim=-1)
+        """),
+    )
+
+    def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
+        call = event.call
+        if not event.transposed_args:
+            return ""
+        if call.names & _COLLECTIVES:
+            kind = "the collective"
+        elif call.names & contiguous_only():
+            kind = "the fused NPU kernel"
+        else:
+            return ""
+        return (f"`{short(event.transposed_args[0].value)}` is a transposed (non-contiguous) view passed to {kind} "
+                f"`{call.callee}`.")
+
+
+RULES = [TransposedView(), TransposedMatmulInBackward(), TransposedIntoCollectiveOrKernel()]
