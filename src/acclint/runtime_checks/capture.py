@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from acclint.runtime_checks.distributed import rank_info
+from acclint.runtime_checks.ranks import rank_info
 from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
 from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord
 from acclint.runtime_checks.frameworks import adapter_for

@@ -17,6 +17,7 @@ from acclint.runtime_checks.fingerprint import FORMAT_VERSION, Fingerprint, Opti
 from acclint.runtime_checks.mismatch import Mismatch
 from acclint.runtime_checks.names import NameMapping, close_matches, load_mapping
 from acclint.runtime_checks.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
+from acclint.runtime_checks.stages import PREREQUISITES, STAGES, TITLES
 
 # Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
 DEFAULT_RTOL = 1e-5
@@ -26,29 +27,6 @@ DEFAULT_ATOL = 1e-6
 # bias correction, which alone moves step-1 updates by ~1e-4 relative. Real optimizer differences
 # (bias correction, lr scaling, unscaled loss scale, decoupled vs L2 decay) are far larger.
 DEFAULT_UPDATE_RTOL = 1e-3
-
-# (stage id, title) in the order the migration guides check parity.
-STAGES = (
-    ("count", "parameter count"),
-    ("names", "names and shapes"),
-    ("frozen", "frozen parameters"),
-    ("optimizer", "optimizer"),
-    ("weights", "initial weights"),
-    ("mode", "training mode"),
-    ("loss", "step-0 loss"),
-    ("grads", "gradients"),
-    ("update", "after one update"),
-    ("env", "environment"),
-)
-TITLES = dict(STAGES)
-
-# A stage is compared only when none of these stages reported a difference.
-PREREQUISITES = {
-    "weights": ("count", "names"),
-    "loss": ("count", "names", "weights", "mode"),
-    "grads": ("count", "names", "frozen", "weights", "mode", "loss"),
-    "update": ("count", "names", "frozen", "optimizer", "weights", "mode", "loss", "grads"),
-}
 
 # Why two normalised optimizer types differ, when it is a known migration trap.
 OPTIMIZER_TYPE_NOTES = {

@@ -113,7 +113,7 @@ class Fingerprint:
         `path` is filled in, otherwise ".rank<N>" is inserted before the suffix.
         Returns the path written.
         """
-        from acclint.runtime_checks.distributed import rank_path
+        from acclint.runtime_checks.ranks import rank_path
 
         target = rank_path(Path(path), self.rank, self.world_size)
         target.parent.mkdir(parents=True, exist_ok=True)

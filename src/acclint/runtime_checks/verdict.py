@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acclint.runtime_checks.compare import STAGES
+from acclint.runtime_checks.stages import STAGES
 
 if TYPE_CHECKING:
     from acclint.runtime_checks.compare import ComparisonResult

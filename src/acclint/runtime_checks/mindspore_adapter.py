@@ -13,7 +13,7 @@ import numpy as np
 
 from acclint.runtime_checks.environment import mindspore_environment
 from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.frameworks import Adapter
+from acclint.runtime_checks.adapter import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
 from acclint.runtime_checks.names import STATE_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import (
@@ -39,6 +39,11 @@ class MindSporeSnapshot:
 
 class MindSporeAdapter(Adapter):
     framework = "mindspore"
+
+    @classmethod
+    def handles(cls, model: Any) -> bool:
+        mindspore = cls.loaded("mindspore")
+        return mindspore is not None and isinstance(model, mindspore.nn.Cell)
 
     def __init__(self, model: Any, optimizer: Any = None) -> None:
         import mindspore

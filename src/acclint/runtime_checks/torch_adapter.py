@@ -14,7 +14,7 @@ import numpy as np
 
 from acclint.runtime_checks.environment import torch_environment
 from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.frameworks import Adapter
+from acclint.runtime_checks.adapter import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
 from acclint.runtime_checks.names import IGNORED_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import TORCH_OPTIMIZER_TYPES, torch_style_record
@@ -37,6 +37,11 @@ class TorchSnapshot:
 
 class TorchAdapter(Adapter):
     framework = "torch"
+
+    @classmethod
+    def handles(cls, model: Any) -> bool:
+        torch = cls.loaded("torch")
+        return torch is not None and isinstance(model, torch.nn.Module)
 
     def __init__(self, model: Any, optimizer: Any = None) -> None:
         import torch

@@ -1,0 +1,40 @@
+"""The interface every framework adapter implements, and nothing framework-specific.
+
+An adapter wraps one model (and optionally its optimizer) and offers the few
+framework-specific operations the neutral code needs: named tensors, host copies,
+one forward/backward, one optimizer step, snapshots, RNG state, norms, batch tensors and
+forward hooks. Each framework has one module (torch_adapter, mindspore_adapter) with one
+subclass; `frameworks` registers them. This module imports neither, so there is no cycle.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+class Adapter:
+    """What every adapter shares: the tensors found at construction, keyed by identity."""
+
+    framework: str  # "torch", "mindspore": also the top-level module whose objects it handles
+    _params: list
+    _state: list
+
+    @classmethod
+    def handles(cls, model: Any) -> bool:
+        """Whether `model` belongs to this framework; never imports the framework itself."""
+        raise NotImplementedError
+
+    @staticmethod
+    def loaded(module_name: str) -> Any:
+        """The framework module if the user has imported it (a model of it can exist only then)."""
+        return sys.modules.get(module_name)
+
+    def key(self, tensor: Any) -> int:
+        return id(tensor)
+
+    def named_params(self) -> list:
+        return list(self._params)
+
+    def named_state(self) -> list:
+        return list(self._state)
