@@ -30,6 +30,14 @@ class Adapter:
         """The framework module if the user has imported it (a model of it can exist only then)."""
         return sys.modules.get(module_name)
 
+    def forward_hooks_unavailable(self) -> "str | None":
+        """Why forward hooks cannot record in this framework build or mode (None: they can)."""
+        return None
+
+    def readable(self, tensor: Any) -> bool:
+        """Whether the tensor holds data that can be copied to the host."""
+        return True
+
     def key(self, tensor: Any) -> int:
         return id(tensor)
 

@@ -108,6 +108,38 @@ class MindSporeAdapter(Adapter):
     def environment(self) -> dict[str, Any]:
         return mindspore_environment(self.ms)
 
+    # ------------------------------------------------------------------ modules, batch and forward hooks
+    def modules(self) -> list[tuple[str, Any, bool]]:
+        """(native path, cell, is a leaf) for every cell, the model itself ("") first."""
+        return [(name, cell, not cell.name_cells()) for name, cell in self.model.cells_and_names()]
+
+    def is_tensor(self, value: Any) -> bool:
+        return isinstance(value, self.ms.Tensor)
+
+    def dtype_name(self, tensor: Any) -> str:
+        return str(tensor.dtype).lower()
+
+    def version(self, tensor: Any) -> Any:
+        return None  # no version counter: a tensor is summarised when first seen
+
+    def forward_hooks_unavailable(self) -> str | None:
+        """Why Cell forward hooks cannot record here (None: they can)."""
+        if not hasattr(self.ms.nn.Cell, "register_forward_pre_hook"):
+            return f"MindSpore {self.ms.__version__} has no Cell forward hooks"
+        if self.ms.get_context("mode") != self.ms.PYNATIVE_MODE:
+            return "Cell forward hooks run in PyNative mode only"
+        return None
+
+    def add_forward_hooks(self, cell: Any, enter: Callable, leave: Callable) -> list[Any]:
+        # The first argument is the cell (MindSpore >= 2.3) or its id (older): not used.
+        def pre(_cell: Any, args: Any) -> None:
+            enter(args, {})
+
+        def post(_cell: Any, _args: Any, output: Any) -> None:
+            leave(output)
+
+        return [cell.register_forward_pre_hook(pre), cell.register_forward_hook(post)]
+
     # ------------------------------------------------------------------ optimizer
     def optimizer_param_keys(self) -> list[int]:
         return [id(p) for p in self._weights()]
