@@ -49,6 +49,9 @@ class ValueRecord:
     stats: dict[str, float]  # mean, std, min, max, norm
     sha256: str  # floats as little-endian float32, integers and bools as little-endian int64 (by value)
     samples: list[str] | None = None  # batch only: a short hash per sample (along the first dimension)
+    # activations only: float32 values at evenly spaced positions of the flattened tensor, which see
+    # an element-wise change (a GELU approximation) that the statistics average away
+    sample: list[float] | None = None
 
 
 @dataclass
@@ -296,6 +299,7 @@ class _Reader:
             stats={key: self.number(value, key) for key, value in self.get(item, "stats", dict).items()},
             sha256=self.get(item, "sha256", str),
             samples=None if samples is None else [str(s) for s in samples],
+            sample=None if item.get("sample") is None else [self.number(v, "sample") for v in item["sample"]],
         )
 
     def module(self, item: dict) -> ModuleRecord:

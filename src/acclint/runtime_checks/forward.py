@@ -17,6 +17,8 @@ from acclint.runtime_checks.records import named_tensors, value_record
 
 # Tensors recorded per module call at most (a module returning a long list of tensors).
 MAX_VALUES_PER_CALL = 16
+# Values kept per tensor at evenly spaced positions (about 1 KB of JSON per tensor).
+SPACED_VALUES = 64
 
 
 class ForwardRecorder:
@@ -88,9 +90,10 @@ class ForwardRecorder:
         if seen is not None and seen[0] is tensor and seen[1] == version:
             record = seen[2]
         else:
-            record = value_record("", self.adapter.to_host(tensor), self.adapter.dtype_name(tensor))
+            record = value_record("", self.adapter.to_host(tensor), self.adapter.dtype_name(tensor), spaced=SPACED_VALUES)
             self._seen[key] = (tensor, version, record)
-        return ValueRecord(path=path, shape=record.shape, dtype=record.dtype, stats=record.stats, sha256=record.sha256)
+        return ValueRecord(path=path, shape=record.shape, dtype=record.dtype, stats=record.stats, sha256=record.sha256,
+                           sample=record.sample)
 
 
 def _shown(name: str) -> str:

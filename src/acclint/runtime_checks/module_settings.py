@@ -55,8 +55,10 @@ SETTINGS: dict[str, dict[str, dict[str, Reader]]] = {
         # mint.nn.BatchNorm*d takes and stores torch's convention.
         "_BatchNorm": {"eps": "eps", "momentum": "momentum"},
         "Dropout": {"p": _mindspore_dropout_p},
+        "DropoutExt": {"p": "p"},  # mint.nn.Dropout
         "GELU": {"approximate": _gelu_approximate},
         "Embedding": {"padding_idx": "padding_idx", "max_norm": "max_norm"},
+        "EmbeddingExt": {"padding_idx": "padding_idx", "max_norm": "max_norm"},  # mint.nn.Embedding
     },
 }
 

@@ -153,14 +153,21 @@ SAMPLE_HASHES_UP_TO = 4096
 SAMPLE_HASH_CHARS = 12
 
 
-def value_record(path: str, array: np.ndarray, dtype: str, per_sample: bool = False) -> ValueRecord:
-    """The record of one batch or activation tensor, hashed by value (see `hashable`)."""
+def value_record(path: str, array: np.ndarray, dtype: str, per_sample: bool = False, spaced: int = 0) -> ValueRecord:
+    """The record of one batch or activation tensor, hashed by value (see `hashable`).
+
+    `per_sample`: one short hash per sample along the first dimension (says which sample differs).
+    `spaced`: also keep that many values at evenly spaced positions of the flattened tensor."""
     stats, digest = summarize(array)
     samples = None
     if per_sample and array.ndim >= 1 and 0 < array.shape[0] <= SAMPLE_HASHES_UP_TO:
         samples = [hashlib.sha256(memoryview(hashable(row)).cast("B")).hexdigest()[:SAMPLE_HASH_CHARS] for row in array]
+    sample = None
+    if spaced and array.size:
+        flat = array.reshape(-1)
+        sample = [float(v) for v in flat[np.linspace(0, flat.size - 1, min(spaced, flat.size)).astype(np.int64)]]
     return ValueRecord(path=path, shape=[int(n) for n in array.shape], dtype=dtype, stats=stats, sha256=digest,
-                       samples=samples)
+                       samples=samples, sample=sample)
 
 
 def named_tensors(obj: Any, is_tensor: Callable[[Any], bool], path: str = "", _depth: int = 0) -> Iterable[tuple[str, Any]]:
