@@ -179,10 +179,24 @@ class MindSporeAdapter(Adapter):
     def forward_for_grad(self, loss_fn: Callable, batch: Any) -> tuple[float, Any]:
         weights = tuple(self._weights())
         grad_fn = self.ms.value_and_grad(lambda: loss_fn(self.model, batch), None, weights)
-        loss, grads = grad_fn()
+        try:
+            loss, grads = grad_fn()
+        except Exception:
+            self._clear_grad_state()
+            raise
         if not isinstance(loss, self.ms.Tensor):
             raise FingerprintError(f"loss_fn must return the loss as a mindspore Tensor, got {type(loss).__name__}")
         return loss_value(loss), dict(zip(self.optimizer_param_keys(), grads))
+
+    def _clear_grad_state(self) -> None:
+        # PyNative keeps the half-built graph of a forward that raised inside value_and_grad, and
+        # every later value_and_grad in the process then fails (MindSpore 2.10, hooks or not).
+        # MindSpore clears it the same way when its own compilation raises.
+        import importlib
+
+        executor = getattr(importlib.import_module("mindspore.common.api"), "_pynative_executor", None)
+        if executor is not None and hasattr(executor, "clear_res"):
+            executor.clear_res()
 
     def _weights(self) -> list[Any]:
         if hasattr(self.optimizer, "param_groups"):
