@@ -9,6 +9,7 @@ subclass; `frameworks` registers them. This module imports neither, so there is 
 
 from __future__ import annotations
 
+import operator
 import sys
 from typing import Any
 
@@ -17,18 +18,16 @@ class Adapter:
     """What every adapter shares: the tensors found at construction, keyed by identity."""
 
     framework: str  # "torch", "mindspore": also the top-level module whose objects it handles
+    model_type: str  # the model base class, from the framework module: "nn.Module", "nn.Cell"
     _params: list
     _state: list
 
     @classmethod
     def handles(cls, model: Any) -> bool:
-        """Whether `model` belongs to this framework; never imports the framework itself."""
-        raise NotImplementedError
-
-    @staticmethod
-    def loaded(module_name: str) -> Any:
-        """The framework module if the user has imported it (a model of it can exist only then)."""
-        return sys.modules.get(module_name)
+        """Whether `model` belongs to this framework. Never imports the framework: a model of it
+        can exist only if the user has imported it already."""
+        module = sys.modules.get(cls.framework)
+        return module is not None and isinstance(model, operator.attrgetter(cls.model_type)(module))
 
     def forward_hooks_unavailable(self) -> "str | None":
         """Why forward hooks cannot record in this framework build or mode (None: they can)."""

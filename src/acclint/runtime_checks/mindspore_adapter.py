@@ -39,11 +39,7 @@ class MindSporeSnapshot:
 
 class MindSporeAdapter(Adapter):
     framework = "mindspore"
-
-    @classmethod
-    def handles(cls, model: Any) -> bool:
-        mindspore = cls.loaded("mindspore")
-        return mindspore is not None and isinstance(model, mindspore.nn.Cell)
+    model_type = "nn.Cell"
 
     def __init__(self, model: Any, optimizer: Any = None) -> None:
         import mindspore

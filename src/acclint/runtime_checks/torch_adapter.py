@@ -37,11 +37,7 @@ class TorchSnapshot:
 
 class TorchAdapter(Adapter):
     framework = "torch"
-
-    @classmethod
-    def handles(cls, model: Any) -> bool:
-        torch = cls.loaded("torch")
-        return torch is not None and isinstance(model, torch.nn.Module)
+    model_type = "nn.Module"
 
     def __init__(self, model: Any, optimizer: Any = None) -> None:
         import torch
