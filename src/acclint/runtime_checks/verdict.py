@@ -28,8 +28,8 @@ HINTS = {
     "settings": "a module setting differs (norm eps, BatchNorm momentum, dropout, GELU approximation): "
     "pass it explicitly on both sides",
     "forward": "weights, settings and data match but a module's output differs: start at the first diverging module",
-    "loss": "weights and every module output match but the step-0 loss differs: the loss function "
-    "(reduction, label smoothing, ignore index) or code after the model's forward",
+    "loss": "weights (and the module outputs, where recorded) match but the step-0 loss differs: the loss "
+    "function (reduction, label smoothing, ignore index), code after the model's forward, or the data",
     "grads": "the step-0 loss matches but the gradients differ: the backward pass differs; start at the first diverging parameter",
     "update": "loss and gradients match but the update differs: the optimizer implementation (eps placement, "
     "bias correction, fused kernels) or loss scaling",
