@@ -3,7 +3,9 @@
 Measures, in one run:
   * a plain training step (zero_grad, forward, backward, AdamW step) with fresh optimizer state,
     which is the step capture() wraps (capture rolls back, so it always takes a first step);
-  * capture() of that step (one extra forward, the snapshot/rollback, hashing and statistics);
+  * capture() of that step (one extra forward, the snapshot/rollback, hashing and statistics,
+    the batch, and forward hooks recording every module's output and every leaf's inputs);
+  * capture(activations=False), to show what the forward stage adds;
   * the fingerprint's size on disk without full tensors, and compare() of two fingerprints.
 
 Targets (docs/runtime.md): capture <= 2x the plain step; fingerprint < 5 MB.
@@ -105,11 +107,12 @@ def main() -> int:
 
     # Plain steps and captures alternate so that load from other processes hits both alike; the
     # limit is checked on CPU time (other processes do not inflate it), wall times are shown too.
-    plain, captured, fingerprints = [], [], []
+    plain, captured, without, fingerprints = [], [], [], []
     for _ in range(args.repeats):
         plain += timed(lambda: plain_step(model, optimizer, batch), 1, fresh_state)
         fresh_state()
         captured += timed(lambda: fingerprints.append(capture(model, optimizer, loss_fn, batch)), 1)
+        without += timed(lambda: capture(model, optimizer, loss_fn, batch, activations=False), 1)
     again = capture(model, optimizer, loss_fn, batch)  # capture rolled back: the same step again
     steady = timed(lambda: plain_step(model, optimizer, batch), args.repeats)
 
@@ -139,6 +142,9 @@ def main() -> int:
         "capture_over_plain_step_cpu": round(cpu_ratio, 3),
         "capture_over_plain_step_wall_best": round(wall_ratio, 3),
         "capture_over_plain_step_wall_median": round(median_ratio, 3),
+        "capture_without_activations_cpu_s": round(min(cpu(without)), 3),
+        "capture_without_activations_over_plain_step_cpu": round(min(cpu(without)) / min(cpu(plain)), 3),
+        "activation_records": len(fingerprints[0].forward or []),
         "fingerprint_bytes": size,
         "compare_s": round(statistics.median(wall(compare_times)), 4),
         "repeat_captures_compare_clean": result.ok,
@@ -149,7 +155,10 @@ def main() -> int:
           f"{figures['capture_cpu_s']:.3f} s CPU")
     print(f"capture / plain step:                                {cpu_ratio:.2f}x CPU time (limit {RATIO_LIMIT:.0f}x); "
           f"wall {wall_ratio:.2f}x best, {median_ratio:.2f}x median")
-    print(f"fingerprint size without full tensors:               {size / 1024:.1f} KiB  (limit 5 MB)")
+    print(f"capture without activations:                         {figures['capture_without_activations_cpu_s']:.3f} s CPU, "
+          f"{figures['capture_without_activations_over_plain_step_cpu']:.2f}x the plain step")
+    print(f"fingerprint size without full tensors:               {size / 1024:.1f} KiB  (limit 5 MB), "
+          f"{figures['activation_records']} activation records")
     print(f"compare of two fingerprints:                         {figures['compare_s'] * 1000:.1f} ms")
     print(f"two captures of the same step compare clean:         {result.ok}")
     if args.json:

@@ -149,3 +149,36 @@ def test_malformed_nested_field_exits_2(files, tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(data))
     assert "malformed fingerprint" in error_of(invoke(good, broken))
+
+
+def _with_output(fingerprint, norm):
+    from acclint.runtime_checks.fingerprint import ActivationRecord, ValueRecord
+
+    value = ValueRecord(path="", shape=[4, 2], dtype="float32", sha256=f"{norm}",
+                        stats={"norm": norm, "mean": 0.1, "std": 0.5, "min": -1.0, "max": 1.0})
+    fingerprint.forward = [ActivationRecord(name="", module="Net", call=0, io="output", leaf=False, values=[value])]
+    return fingerprint
+
+
+def test_activation_tolerance_option(make_fingerprint, tmp_path):
+    left = _with_output(make_fingerprint(), 1.0).save(tmp_path / "a.json")
+    right = _with_output(make_fingerprint(), 1.001).save(tmp_path / "b.json")
+    strict = invoke(left, right, "--format", "json")
+    assert strict.exit_code == 1
+    assert [(m["kind"], m["name"]) for m in json.loads(strict.output)["mismatches"]] == [("activation", "<model>")]
+    assert invoke(left, right, "--activation-rtol", "1e-2").exit_code == 0
+    refused = invoke(left, right, "--activation-rtol", "-1")
+    assert refused.exit_code == 2 and "non-negative" in refused.output
+
+
+def test_json_lists_consequences_with_their_cause(make_fingerprint, tmp_path):
+    left = make_fingerprint().save(tmp_path / "a.json")
+    other = make_fingerprint(loss=0.7)
+    other.params[0].sha256 = "ef" * 32
+    right = other.save(tmp_path / "b.json")
+    result = invoke(left, right, "--format", "json")
+    assert result.exit_code == 1
+    entries = [(m["kind"], m.get("consequence_of")) for m in json.loads(result.output)["mismatches"]]
+    assert entries == [("init-weights", None), ("loss", "init-weights")]
+    text = invoke(left, right).output
+    assert "differs: 0.5 vs 0.7 (follows from initial weights)" in text

@@ -1,4 +1,5 @@
-"""torch vs torch: identical setups are clean; each single injected difference gets its kind, and only it."""
+"""torch vs torch: identical setups are clean; each single injected difference is the only cause reported,
+and everything measured after it that differs says that it follows from it."""
 
 from __future__ import annotations
 
@@ -39,10 +40,15 @@ def test_single_difference_reported_alone(make_torch, right_options, expected_ki
     left_options = {"weight_decay": 0.01} if "groups" in right_options else {}
     result = compare(fingerprint(make_torch, **left_options), fingerprint(make_torch, **right_options))
     assert not result.ok
-    assert result.kinds() == expected_kinds, result.verdict()
+    assert result.cause_kinds() == expected_kinds, result.verdict()
     if expected_names is not None:
-        assert {m.name for m in result.mismatches} == expected_names, result.verdict()
+        assert {m.name for m in result.causes} == expected_names, result.verdict()
     assert all(m.kind in KINDS for m in result.mismatches)
+    # Whatever else differs follows from one of the causes, and says which.
+    # (later module outputs follow from the first diverging one: "activation").
+    assert {m.consequence_of for m in result.mismatches if not m.is_cause} <= expected_kinds | {"activation"}, (
+        result.verdict()
+    )
 
 
 def test_hparam_values_and_json_contract(make_torch):
@@ -65,24 +71,53 @@ def test_seed_difference_names_every_weight_and_the_seed(make_torch):
     assert {"fc1.weight", "fc2.weight", "head.weight"} <= init
     seed = [m for m in result.mismatches if m.kind == "env"]
     assert [(m.name, m.left, m.right) for m in seed] == [("seed", 0, 1)]
-    # Different weights make every loss differ: later stages are skipped, not piled on.
-    assert set(result.skipped) == {"loss", "grads", "update"}
+    # Different weights make every loss differ: later stages are still measured, as consequences.
+    assert not result.skipped
+    later = [m for m in result.mismatches if m.stage in {"forward", "loss", "grads", "update"}]
+    assert {m.kind for m in later} >= {"activation", "loss", "grad-norm"}, result.verdict()
+    assert all(m.consequence_of == "init-weights" for m in later if m.kind != "activation")
+    activations = [m.consequence_of for m in later if m.kind == "activation"]
+    assert activations[0] == "init-weights" and set(activations[1:]) <= {"activation"}
+
+
+def test_json_consumer_sees_the_loss_and_update_after_different_weights(make_torch):
+    # SGD: its update norms follow the gradients (Adam's first step has nearly the same norm for any weights).
+    left, right = fingerprint(make_torch, seed=0, optimizer="sgd"), fingerprint(make_torch, seed=1, optimizer="sgd")
+    result = compare(left, right)
+    entries = result.to_dict()["mismatches"]
+    loss = [e for e in entries if e["kind"] == "loss" and e["name"] == "loss"]
+    assert [(e["left"], e["right"], e["consequence_of"]) for e in loss] == [
+        (left.step.loss, right.step.loss, "init-weights")
+    ]
+    assert any(e["kind"] == "update" and e["consequence_of"] == "init-weights" for e in entries)
+    assert any(e["kind"] == "loss" and e["name"] == "loss-after-step" for e in entries)
+    # The verdict still names the first cause: the first entry without consequence_of.
+    first_cause = next(e for e in entries if "consequence_of" not in e)
+    assert first_cause["kind"] == "init-weights"
+    text = result.verdict()
+    assert "not compared" not in text
+    loss_line = next(line for line in text.splitlines() if "step-0 loss ..." in line)
+    assert f"{left.step.loss:.8g} vs {right.step.loss:.8g}" in loss_line
+    assert loss_line.endswith("(follows from initial weights)")
+    assert "fix 'initial weights' first" in text
 
 
 def test_frozen_parameter_does_not_also_report_counts_or_groups(make_torch):
     result = compare(fingerprint(make_torch), fingerprint(make_torch, freeze=("fc1.weight", "fc1.bias")))
-    assert [(m.kind, m.name, m.left, m.right) for m in result.mismatches] == [
+    assert [(m.kind, m.name, m.left, m.right) for m in result.causes] == [
         ("frozen", "fc1.weight", False, True),
         ("frozen", "fc1.bias", False, True),
     ]
     assert "see frozen" in result.verdict()
 
 
-def test_extra_layer_skips_numeric_stages(make_torch):
+def test_extra_layer_makes_numeric_stages_consequences(make_torch):
     result = compare(fingerprint(make_torch), fingerprint(make_torch, extra_layer=True))
     count = next(m for m in result.mismatches if m.kind == "param-count")
     assert count.right - count.left == 16 * 16 + 16
-    assert {"weights", "loss", "grads", "update"} <= set(result.skipped)
+    numeric = [m for m in result.mismatches if m.stage in {"weights", "forward", "loss", "grads", "update"}]
+    assert numeric and all(m.consequence_of in {"param-count", "activation"} for m in numeric), result.verdict()
+    assert result.cause_kinds() == {"param-count", "param-missing"}
 
 
 def test_gradient_divergence_names_first_parameter_in_backward_order(make_torch):
@@ -97,7 +132,8 @@ def test_gradient_divergence_names_first_parameter_in_backward_order(make_torch)
     per_param = [m for m in grads if m.name != "global"]
     assert [m.name for m in per_param] == ["fc2.weight", "ln.bias", "ln.weight", "fc1.weight"]
     assert per_param[0].message.startswith("first diverging parameter (backward order)")
-    assert result.skipped.get("update")  # the update depends on the gradients
+    assert all(m.is_cause for m in grads)  # the loss matched: the gradients are the cause
+    assert not result.skipped.get("update")  # the update is still measured (and here the same)
 
 
 def test_loss_within_float32_noise_is_parity_and_beyond_is_not(make_torch):
@@ -132,8 +168,9 @@ def test_assert_parity_raises_with_the_verdict(make_torch):
 
 def test_verdict_follows_the_guides_order(make_torch):
     text = compare(fingerprint(make_torch), fingerprint(make_torch)).verdict()
-    order = ["parameter count", "names and shapes", "frozen parameters", "optimizer", "initial weights",
-             "training mode", "step-0 loss", "gradients", "after one update", "environment"]
+    order = ["data", "parameter count", "names and shapes", "frozen parameters", "optimizer", "initial weights",
+             "training mode", "module settings", "forward", "step-0 loss", "gradients", "after one update",
+             "environment"]
     positions = [text.index(title) for title in order]
     assert positions == sorted(positions)
 

@@ -13,6 +13,7 @@ import pytest
 
 from acclint.runtime import Fingerprint, FingerprintError, NonFiniteLossError, compare, load
 from acclint.runtime_checks.distributed import rank_path
+from acclint.runtime_checks.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
 
 
 def test_round_trip(make_fingerprint, tmp_path):
@@ -68,18 +69,46 @@ def test_missing_file_and_wrong_content(tmp_path):
 
 def test_other_format_version(make_fingerprint, tmp_path):
     data = make_fingerprint().to_dict()
-    data["version"] = 2
-    path = tmp_path / "v2.json"
+    data["version"] = 3
+    path = tmp_path / "v3.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(FingerprintError, match="version 2 is not supported.*reads version 1"):
+    with pytest.raises(FingerprintError, match="version 3 is not supported.*reads versions 1 and 2"):
         load(path)
 
 
-def test_fingerprints_of_different_versions_cannot_be_compared(make_fingerprint):
-    left, right = make_fingerprint(), make_fingerprint()
-    right.version = 0
-    with pytest.raises(FingerprintError, match="versions differ"):
-        compare(left, right)
+def test_a_version_1_file_loads_and_its_missing_stages_show_as_not_recorded(make_fingerprint, tmp_path):
+    old = make_fingerprint().to_dict()
+    for added_in_2 in ("batch", "modules", "forward"):
+        del old[added_in_2]
+    old["version"] = 1
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(old))
+    loaded = load(path)
+    assert loaded.version == 1 and loaded.batch is None and loaded.modules is None and loaded.forward is None
+    current = make_fingerprint()
+    current.batch = [ValueRecord(path="0", shape=[2], dtype="int64", stats={"mean": 1.0}, sha256="ef" * 32)]
+    current.modules = [ModuleRecord(name="ln", module="LayerNorm", settings={"eps": 1e-5})]
+    current.forward = []
+    result = compare(loaded, current)
+    assert result.ok, result.verdict()
+    assert set(result.skipped) == {"data", "settings", "forward"}
+    lines = result.verdict().splitlines()
+    assert any(" data ...." in line and line.endswith("not recorded on the left") for line in lines)
+    assert any(" forward ...." in line and line.endswith("not recorded on the left") for line in lines)
+    assert "not compared: data, module settings, forward" in result.verdict()
+
+
+def test_new_stages_round_trip_through_the_file(make_fingerprint, tmp_path):
+    fingerprint = make_fingerprint()
+    fingerprint.batch = [ValueRecord(path="1", shape=[2], dtype="int32", stats={"mean": 1.5}, sha256="ef" * 32,
+                                     samples=["a1", "b2"])]
+    fingerprint.modules = [ModuleRecord(name="act", module="GELU", settings={"approximate": "tanh"})]
+    fingerprint.forward = [ActivationRecord(name="", module="Net", call=0, io="output", leaf=False, values=[
+        ValueRecord(path="", shape=[2, 3], dtype="float32", stats={"norm": float("nan")}, sha256="01" * 32)])]
+    loaded = load(fingerprint.save(tmp_path / "fp.json"))
+    assert loaded.batch == fingerprint.batch and loaded.modules == fingerprint.modules
+    assert loaded.forward[0].values[0].stats["norm"] != loaded.forward[0].values[0].stats["norm"]  # NaN survives
+    assert loaded.forward[0].name == "" and loaded.forward[0].io == "output"
 
 
 def test_missing_or_mistyped_fields(make_fingerprint, tmp_path):

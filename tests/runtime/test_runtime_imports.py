@@ -43,3 +43,97 @@ def test_runtime_imports_without_frameworks_or_static_half():
     for name in ("capture", "load", "compare", "transfer_weights", "assert_parity", "check_rank_consistency",
                  "Probe", "Fingerprint", "FingerprintError"):
         assert f"'{name}'" in done.stdout
+
+
+# ---------------------------------------------------------------------------- no import cycles
+PACKAGE = SRC / "acclint" / "runtime_checks"
+PREFIX = "acclint.runtime_checks"
+
+
+def _module_name(path: Path) -> str:
+    return PREFIX if path.stem == "__init__" else f"{PREFIX}.{path.stem}"
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """runtime_checks modules `path` imports anywhere (functions included), except under TYPE_CHECKING."""
+    import ast
+
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.ImportFrom) and child.module:
+                for alias in child.names:
+                    full = f"{child.module}.{alias.name}"
+                    found.add(full if full in known else child.module)
+            elif isinstance(child, ast.Import):
+                found.update(alias.name for alias in child.names)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return {name for name in found if name in known}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    paths = {_module_name(path): path for path in PACKAGE.glob("*.py")}
+    known = set(paths)
+    return {name: _imports(path, known) - {name} for name, path in paths.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles, done = [], set()
+
+    def walk(node: str, stack: list[str]) -> None:
+        if node in stack:
+            cycles.append(stack[stack.index(node):] + [node])
+            return
+        if node in done:
+            return
+        for target in sorted(graph[node]):
+            walk(target, stack + [node])
+        done.add(node)
+
+    for node in sorted(graph):
+        walk(node, [])
+    return cycles
+
+
+def test_cycle_finder_sees_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_among_runtime_modules():
+    graph = _import_graph()
+    assert f"{PREFIX}.frameworks" in graph and len(graph) > 10  # the walk really saw the package
+    assert _cycles(graph) == []
+
+
+def test_one_adapter_module_per_framework_on_one_base():
+    graph = _import_graph()
+    from acclint.runtime_checks.frameworks import ADAPTERS
+
+    assert sorted(adapter.framework for adapter in ADAPTERS) == ["mindspore", "torch"]
+    for adapter in ADAPTERS:
+        module = adapter.__module__
+        assert graph[module] >= {f"{PREFIX}.adapter"}, module
+        # An adapter knows the base only: never the registry, another adapter or the orchestration.
+        assert not graph[module] & {f"{PREFIX}.{name}" for name in
+                                    ("frameworks", "capture", "probe", "compare", "torch_adapter", "mindspore_adapter")}
+    assert graph[f"{PREFIX}.adapter"] == set()
+
+
+def test_importing_the_runtime_imports_no_framework_until_a_model_is_handed_over():
+    # torch and MindSpore are installed here: they must still not be imported by acclint itself.
+    script = (
+        "import sys\n"
+        "import acclint.runtime, acclint.runtime_checks.frameworks, acclint.runtime_checks.cli\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'mindspore'}))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -25,7 +25,7 @@ def ms_train_step(ms, setup):
 
 def torch_probe(setup):
     probe = Probe(setup.model, setup.optimizer)
-    probe.record(0, torch_train_step(setup))
+    probe.record(0, torch_train_step(setup), batch=setup.batch)
     probe.record(1, torch_train_step(setup))
     return probe.fingerprint()
 
@@ -47,7 +47,9 @@ def test_two_probes_compare_their_step1_losses(make_torch):
     assert compare(torch_probe(make_torch()), torch_probe(make_torch())).ok
     left = torch_probe(make_torch())
     right = torch_probe(make_torch(lr=1e-2))
-    assert {m.kind for m in compare(left, right).mismatches} == {"optimizer-hparam"}
+    result = compare(left, right)
+    assert result.cause_kinds() == {"optimizer-hparam"}, result.verdict()
+    assert {m.consequence_of for m in result.mismatches if not m.is_cause} == {"optimizer-hparam"}
 
 
 def test_mindspore_probe_with_the_grads_the_user_has(make_torch, make_ms, ms):
@@ -56,12 +58,14 @@ def test_mindspore_probe_with_the_grads_the_user_has(make_torch, make_ms, ms):
     transfer_weights(torch_setup.model, ms_setup.model)
     probe = Probe(ms_setup.model, ms_setup.optimizer)
     loss, grads = ms_train_step(ms, ms_setup)
-    probe.record(0, loss, grads=grads)
+    probe.record(0, loss, grads=grads, batch=ms_setup.batch)
     loss, _ = ms_train_step(ms, ms_setup)
     probe.record(1, loss)
     result = compare(torch_probe(torch_setup), probe.fingerprint())
     assert result.ok, result.verdict()
-    assert not result.skipped
+    # Everything is compared but the activations, which only capture records.
+    assert set(result.skipped) == {"forward"}
+    assert probe.fingerprint().batch is not None and "2 tensor(s), equal by value" in result.verdict()
 
 
 def test_mindspore_probe_without_grads_skips_the_gradient_stage(make_ms, ms):
@@ -108,3 +112,11 @@ def test_probe_nan_loss(make_torch):
     with pytest.raises(NonFiniteLossError, match="step-0 loss is NaN") as raised:
         probe.record(0, float("nan"))
     assert raised.value.fingerprint is not None
+
+
+def test_probe_batch_finds_a_changed_sample(make_torch, torch):
+    left, right = make_torch(), make_torch()
+    right.batch[0][5, 2] += 1.0  # one value of sample 5
+    result = compare(torch_probe(left), torch_probe(right))
+    assert [(m.kind, m.name) for m in result.causes] == [("batch", "0")], result.verdict()
+    assert "in 1 of 32 samples (index 5)" in result.causes[0].message

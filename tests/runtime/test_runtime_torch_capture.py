@@ -140,7 +140,9 @@ def test_clip_grad_norm_is_recorded_and_applied(make_torch):
     ratio = math.sqrt(sum(v * v for v in b.step.update_norms.values())) / math.sqrt(sum(v * v for v in a.step.update_norms.values()))
     assert ratio == pytest.approx(0.1 / a.step.grad_norm, rel=1e-4)
     result = compare(a, b)
-    assert [(m.kind, m.name, m.left, m.right) for m in result.mismatches] == [("optimizer-hparam", "clip-grad", None, 0.1)]
+    assert [(m.kind, m.name, m.left, m.right) for m in result.causes] == [("optimizer-hparam", "clip-grad", None, 0.1)]
+    # The smaller update is measured too, as its consequence.
+    assert {m.consequence_of for m in result.mismatches if m.stage == "update"} == {"optimizer-hparam"}
 
 
 def test_full_tensors_go_to_a_side_file(make_torch, torch, tmp_path):
@@ -167,7 +169,7 @@ def test_fingerprint_without_tensors_is_small_plain_json(make_torch, tmp_path):
     path = capture(setup.model, setup.optimizer, setup.loss_fn, setup.batch).save(tmp_path / "fp.json")
     assert not list(tmp_path.glob("*.npz"))
     data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
-    assert data["format"] == "acclint-fingerprint" and data["version"] == 1
+    assert data["format"] == "acclint-fingerprint" and data["version"] == 2
     assert path.stat().st_size < 50_000
 
 

@@ -10,6 +10,7 @@ Neither torch nor MindSpore is imported here: each is imported only when a model
 
 from acclint.runtime_checks.capture import capture
 from acclint.runtime_checks.compare import (
+    DEFAULT_ACTIVATION_RTOL,
     DEFAULT_ATOL,
     DEFAULT_RTOL,
     DEFAULT_UPDATE_RTOL,
@@ -26,6 +27,7 @@ from acclint.runtime_checks.probe import Probe
 from acclint.runtime_checks.transfer import TransferReport, transfer_weights
 
 __all__ = [
+    "DEFAULT_ACTIVATION_RTOL",
     "DEFAULT_ATOL",
     "DEFAULT_RTOL",
     "DEFAULT_UPDATE_RTOL",

@@ -8,13 +8,23 @@ after one update, as after a normal training step; the extra evaluation forward 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
-from acclint.runtime_checks.distributed import rank_info
+from acclint.runtime_checks.ranks import rank_info
 from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord
+from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord, ValueRecord
+from acclint.runtime_checks.forward import ForwardRecorder
 from acclint.runtime_checks.frameworks import adapter_for
-from acclint.runtime_checks.records import NamedTensor, global_norm, require_finite, tensor_records
+from acclint.runtime_checks.module_settings import module_records
+from acclint.runtime_checks.records import (
+    NamedTensor,
+    global_norm,
+    named_tensors,
+    require_finite,
+    tensor_records,
+    value_record,
+)
 
 
 def capture(
@@ -26,12 +36,14 @@ def capture(
     keep_step: bool = False,
     clip_grad_norm: float | None = None,
     keep_tensors: bool = False,
+    activations: bool = True,
 ) -> Fingerprint:
     """Run exactly one training step of `model` on `batch` and record its fingerprint.
 
     loss_fn(model, batch) must return a scalar loss tensor. `clip_grad_norm` clips the gradients
     before the step, as a loop with gradient clipping would. `keep_tensors` keeps full copies of
-    the initial tensors, written to a side .npz by `Fingerprint.save`.
+    the initial tensors, written to a side .npz by `Fingerprint.save`. `activations` records every
+    module's output (and every leaf module's inputs) during the step's forward pass.
     """
     if optimizer is None:
         raise FingerprintError("capture needs the optimizer that trains the model (for a loop it cannot drive, use Probe)")
@@ -41,11 +53,18 @@ def capture(
     fingerprint = describe(adapter, "capture", params, state, keep_tensors)
     if clip_grad_norm is not None:
         fingerprint.optimizer.extra["clip-grad"] = float(clip_grad_norm)
+    fingerprint.batch = batch_records(adapter, batch)
+    recorder = None
+    if activations and adapter.forward_hooks_unavailable() is None:
+        recorder = ForwardRecorder(adapter)
     try:
-        fingerprint.step = _one_step(adapter, loss_fn, batch, params, keep_step, clip_grad_norm)
+        fingerprint.step = _one_step(adapter, loss_fn, batch, params, keep_step, clip_grad_norm, recorder)
     except NonFiniteLossError as error:
         error.fingerprint = fingerprint
         raise
+    finally:
+        if recorder is not None:
+            fingerprint.forward = recorder.records
     after = fingerprint.step.loss_after_step
     require_finite(
         after,
@@ -76,7 +95,17 @@ def describe(adapter: Any, source: str, params: list[NamedTensor], state: list[N
         rank=rank,
         world_size=world_size,
         tensors=kept,
+        modules=module_records(adapter.framework, ((name, module) for name, module, _ in adapter.modules())),
     )
+
+
+def batch_records(adapter: Any, batch: Any) -> list[ValueRecord]:
+    """Every tensor of the batch by its path, hashed by value, with one short hash per sample."""
+    return [
+        value_record(path, adapter.to_host(tensor), adapter.dtype_name(tensor), per_sample=True)
+        for path, tensor in named_tensors(batch, adapter.is_tensor)
+        if adapter.readable(tensor)
+    ]
 
 
 def check_optimizer_holds_model(adapter: Any, params: list[NamedTensor], state: list[NamedTensor]) -> None:
@@ -100,6 +129,7 @@ def _one_step(
     params: list[NamedTensor],
     keep_step: bool,
     clip_grad_norm: float | None,
+    recorder: ForwardRecorder | None = None,
 ) -> StepRecord:
     trainable = [item for item in params if item.trainable]
     names = {adapter.key(item.tensor): item.name for item in params}
@@ -107,7 +137,8 @@ def _one_step(
     rng_before = adapter.rng_state()
     kept = None
     try:
-        loss, pending = adapter.forward_for_grad(loss_fn, batch)
+        with recorder.hooks() if recorder is not None else contextlib.nullcontext():
+            loss, pending = adapter.forward_for_grad(loss_fn, batch)
         require_finite(loss, "step-0 loss", "fix the run (data, initialisation, loss function) before comparing")
         grads = adapter.gradients(pending)
         grad_norms = {names[key]: norm for key, norm in adapter.norms(grads).items() if key in names}

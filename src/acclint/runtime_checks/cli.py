@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from acclint.runtime_checks.compare import DEFAULT_ATOL, DEFAULT_RTOL, DEFAULT_UPDATE_RTOL, compare
+from acclint.runtime_checks.compare import (
+    DEFAULT_ACTIVATION_RTOL,
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    DEFAULT_UPDATE_RTOL,
+    compare,
+)
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.fingerprint import load
 
@@ -33,13 +39,17 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float) -> f
               help="Absolute tolerance for losses and norms.")
 @click.option("--update-rtol", type=float, default=DEFAULT_UPDATE_RTOL, show_default=True, callback=_non_negative,
               help="Relative tolerance for per-parameter update norms (adaptive optimizers amplify float32 noise).")
+@click.option("--activation-rtol", type=float, default=DEFAULT_ACTIVATION_RTOL, show_default=True,
+              callback=_non_negative,
+              help="Relative tolerance for module activations (scaled by each tensor's RMS / norm).")
 @click.option("--mapping", type=click.Path(dir_okay=False), default=None,
               help="YAML name mapping (names / prefixes / cells / ignore) for names the built-in table does not know.")
 def compare_command(left: str, right: str, output_format: str, output: str | None, rtol: float, atol: float,
-                    update_rtol: float, mapping: str | None) -> None:
+                    update_rtol: float, activation_rtol: float, mapping: str | None) -> None:
     """Compare two step-0 fingerprints (LEFT, RIGHT) written by acclint.runtime.capture or Probe."""
     try:
-        result = compare(load(left), load(right), rtol=rtol, atol=atol, update_rtol=update_rtol, mapping=mapping)
+        result = compare(load(left), load(right), rtol=rtol, atol=atol, update_rtol=update_rtol,
+                         activation_rtol=activation_rtol, mapping=mapping)
         report = json.dumps(result.to_dict(), indent=2) if output_format == "json" else result.verdict()
         if output:
             Path(output).write_text(report + "\n", encoding="utf-8")

@@ -1,8 +1,9 @@
 """compare(): every difference between two fingerprints, stage by stage in the guides' order.
 
-A later stage is not compared when a stage it depends on already differs (different weights
-make every loss differ; that is one problem, not three). The verdict says which stage was
-skipped and why, so the first reported difference is the one to fix first.
+Every stage is measured, even after an earlier one differs: a user whose initial weights differ
+still sees how far apart the losses are. A difference in a stage that an earlier differing stage
+feeds (different weights make every loss differ) carries `consequence_of` (that stage's kind),
+so the first mismatch without it is the one to fix first.
 """
 
 from __future__ import annotations
@@ -13,10 +14,19 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord, load
+from acclint.runtime_checks.fingerprint import Fingerprint, OptimizerGroup, TensorRecord, load
+from acclint.runtime_checks.forward_compare import (
+    DEFAULT_ACTIVATION_RTOL,
+    ForwardComparison,
+    check_data,
+    check_settings,
+    index_forward,
+    index_modules,
+)
 from acclint.runtime_checks.mismatch import Mismatch
 from acclint.runtime_checks.names import NameMapping, close_matches, load_mapping
 from acclint.runtime_checks.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
+from acclint.runtime_checks.stages import STAGES, TITLES, UPSTREAM
 
 # Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
 DEFAULT_RTOL = 1e-5
@@ -27,28 +37,8 @@ DEFAULT_ATOL = 1e-6
 # (bias correction, lr scaling, unscaled loss scale, decoupled vs L2 decay) are far larger.
 DEFAULT_UPDATE_RTOL = 1e-3
 
-# (stage id, title) in the order the migration guides check parity.
-STAGES = (
-    ("count", "parameter count"),
-    ("names", "names and shapes"),
-    ("frozen", "frozen parameters"),
-    ("optimizer", "optimizer"),
-    ("weights", "initial weights"),
-    ("mode", "training mode"),
-    ("loss", "step-0 loss"),
-    ("grads", "gradients"),
-    ("update", "after one update"),
-    ("env", "environment"),
-)
-TITLES = dict(STAGES)
-
-# A stage is compared only when none of these stages reported a difference.
-PREREQUISITES = {
-    "weights": ("count", "names"),
-    "loss": ("count", "names", "weights", "mode"),
-    "grads": ("count", "names", "frozen", "weights", "mode", "loss"),
-    "update": ("count", "names", "frozen", "optimizer", "weights", "mode", "loss", "grads"),
-}
+# The shape of `compare --format json` (the contract), independent of the fingerprint file format.
+REPORT_VERSION = 1
 
 # Why two normalised optimizer types differ, when it is a known migration trap.
 OPTIMIZER_TYPE_NOTES = {
@@ -90,6 +80,7 @@ class ComparisonResult:
     rtol: float
     atol: float
     update_rtol: float = DEFAULT_UPDATE_RTOL
+    activation_rtol: float = DEFAULT_ACTIVATION_RTOL
 
     @property
     def ok(self) -> bool:
@@ -98,6 +89,14 @@ class ComparisonResult:
     @property
     def mismatches(self) -> list[Mismatch]:
         return [m for outcome in self.stages for m in outcome.mismatches]
+
+    @property
+    def causes(self) -> list[Mismatch]:
+        """The mismatches that follow from no earlier one: what to fix, first one first."""
+        return [m for m in self.mismatches if m.is_cause]
+
+    def cause_kinds(self) -> set[str]:
+        return {m.kind for m in self.causes}
 
     @property
     def skipped(self) -> dict[str, str]:
@@ -110,7 +109,7 @@ class ComparisonResult:
         from acclint.runtime_checks.fingerprint import _encode_non_finite
 
         return _encode_non_finite(
-            {"version": FORMAT_VERSION, "ok": self.ok, "mismatches": [m.to_dict() for m in self.mismatches]}
+            {"version": REPORT_VERSION, "ok": self.ok, "mismatches": [m.to_dict() for m in self.mismatches]}
         )
 
     def verdict(self) -> str:
@@ -129,27 +128,28 @@ def compare(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     update_rtol: float = DEFAULT_UPDATE_RTOL,
+    activation_rtol: float = DEFAULT_ACTIVATION_RTOL,
     mapping: "NameMapping | Mapping[str, Any] | str | Path | None" = None,
 ) -> ComparisonResult:
     """Compare two fingerprints (objects or file paths). FingerprintError when they cannot be compared.
 
     Losses and gradient norms match when |a - b| <= atol + rtol * max(|a|, |b|); update norms use
-    update_rtol instead of rtol. Hyperparameters always use float32 resolution (1e-6 relative).
+    update_rtol instead of rtol; module activations use activation_rtol (see forward_compare).
+    Hyperparameters and module settings always use float32 resolution (1e-6 relative).
+    Fingerprints of format versions 1 and 2 compare with each other; stages a version 1 file
+    does not have are shown as not recorded.
     """
     left, right = (side if isinstance(side, Fingerprint) else load(side) for side in (left, right))
-    if not all(value >= 0 for value in (rtol, atol, update_rtol)):
-        raise FingerprintError(
-            f"tolerances must be non-negative numbers, got rtol={rtol}, atol={atol}, update_rtol={update_rtol}"
-        )
-    if left.version != right.version:
-        raise FingerprintError(
-            f"fingerprint versions differ ({left.version} vs {right.version}); capture both sides with the same acclint"
-        )
+    tolerances = {"rtol": rtol, "atol": atol, "update_rtol": update_rtol, "activation_rtol": activation_rtol}
+    if not all(value >= 0 for value in tolerances.values()):
+        shown = ", ".join(f"{key}={value}" for key, value in tolerances.items())
+        raise FingerprintError(f"tolerances must be non-negative numbers, got {shown}")
     for label, fingerprint in (("left", left), ("right", right)):
         _require_finite_losses(label, fingerprint)
     rules = load_mapping(mapping)
-    comparer = _Comparer(_Side(left, "left", rules), _Side(right, "right", rules), rtol, atol, update_rtol)
-    return ComparisonResult(left, right, comparer.run(), rtol, atol, update_rtol)
+    comparer = _Comparer(_Side(left, "left", rules), _Side(right, "right", rules), rtol, atol, update_rtol,
+                         activation_rtol)
+    return ComparisonResult(left, right, comparer.run(), rtol, atol, update_rtol, activation_rtol)
 
 
 def assert_parity(
@@ -195,6 +195,8 @@ class _Side:
                 for g in fingerprint.optimizer.groups
             ]
             self.groups = merge_equal_groups(renamed)
+        self.modules = index_modules(fingerprint.modules, rules)
+        self.forward = index_forward(fingerprint.forward, rules)
 
     def _index(self, records: list[TensorRecord], rules: NameMapping) -> dict[str, TensorRecord]:
         index = rules.index(records, f"the {self.label} fingerprint")
@@ -213,20 +215,26 @@ class _Side:
 
 
 class _Comparer:
-    def __init__(self, left: _Side, right: _Side, rtol: float, atol: float, update_rtol: float) -> None:
+    def __init__(
+        self, left: _Side, right: _Side, rtol: float, atol: float, update_rtol: float, activation_rtol: float
+    ) -> None:
         self.left, self.right = left, right
         self.rtol, self.atol, self.update_rtol = rtol, atol, update_rtol
         self.common = [n for n in left.params if n in right.params]
         self.common_state = [n for n in left.state if n in right.state]
+        self.forward = ForwardComparison(left.forward, right.forward, activation_rtol, atol)
 
     def run(self) -> list[StageOutcome]:
         checks: dict[str, Callable[[StageOutcome], None]] = {
+            "data": lambda outcome: check_data(outcome, self.left.fp.batch, self.right.fp.batch),
             "count": self.check_count,
             "names": self.check_names,
             "frozen": self.check_frozen,
             "optimizer": self.check_optimizer,
             "weights": self.check_weights,
             "mode": self.check_mode,
+            "settings": lambda outcome: check_settings(outcome, self.left.modules, self.right.modules),
+            "forward": self.forward.check,
             "loss": self.check_loss,
             "grads": self.check_grads,
             "update": self.check_update,
@@ -235,15 +243,24 @@ class _Comparer:
         outcomes: dict[str, StageOutcome] = {}
         for stage, _title in STAGES:
             outcome = StageOutcome(stage)
-            blocked = [TITLES[p] for p in PREREQUISITES.get(stage, ()) if outcomes[p].failed]
-            if blocked:
-                outcome.skipped = f"not compared: earlier difference in {', '.join(blocked)}"
-            else:
-                checks[stage](outcome)
+            checks[stage](outcome)
             for mismatch in outcome.mismatches:
                 mismatch.stage = stage
+                if mismatch.consequence_of is None:
+                    mismatch.consequence_of = self._upstream_cause(stage, mismatch, outcomes)
             outcomes[stage] = outcome
         return list(outcomes.values())
+
+    def _upstream_cause(self, stage: str, mismatch: Mismatch, outcomes: dict[str, StageOutcome]) -> str | None:
+        """The kind of the first cause in a stage that feeds `stage`, if any."""
+        for upstream in UPSTREAM.get(stage, ()):
+            causes = [m for m in outcomes[upstream].mismatches if m.is_cause]
+            if upstream == "settings" and stage == "forward":
+                # A setting explains a diverging module only if its module had run by then.
+                causes = [m for m in causes if self.forward.ran_by(m.name.rpartition(".")[0], mismatch.name)]
+            if causes:
+                return causes[0].kind
+        return None
 
     # ------------------------------------------------------------------ helpers
     def close(self, a: float, b: float, rtol: float | None = None) -> bool:
@@ -438,7 +455,8 @@ class _Comparer:
                     f"{what} {name} starts from different values: norm {a.stats['norm']:.6g} vs {b.stats['norm']:.6g}, "
                     f"mean {a.stats['mean']:.4g} vs {b.stats['mean']:.4g}{detail}",
                 ))
-        outcome.summary = f"all {checked} tensors identical"
+        differing = len(outcome.mismatches)
+        outcome.summary = f"all {checked} tensors identical" if not differing else f"{differing} of {checked} tensors differ"
 
     # ------------------------------------------------------------------ 6. training mode
     def check_mode(self, outcome: StageOutcome) -> None:

@@ -1,4 +1,4 @@
-"""Multi-process runs: which rank we are, one file per rank, and replicated-weights consistency.
+"""Multi-process runs: replicated-weights consistency across ranks (rank and file naming: `ranks`).
 
 A multi-card run where some rank was not seeded (or seeded with its rank) starts from different
 weights on different cards unless something broadcasts them; check_rank_consistency proves
@@ -8,45 +8,16 @@ at step 0 that every rank holds the same replicated parameters.
 from __future__ import annotations
 
 import fnmatch
-import os
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.frameworks import adapter_for
 from acclint.runtime_checks.mismatch import Mismatch
+from acclint.runtime_checks.ranks import rank_path, torch_distributed
+from acclint.runtime_checks.records import summarize
 
-# MindSpore launchers (msrun, mpirun on Ascend) publish the rank through these variables.
-MINDSPORE_RANK_VARIABLES = ("RANK_ID", "RANK_SIZE")
-
-
-def _torch_distributed() -> Any:
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return dist
-    return None
-
-
-def rank_info(framework: str) -> tuple[int, int]:
-    """(rank, world size) of this process; (0, 1) outside a distributed run."""
-    if framework == "torch":
-        dist = _torch_distributed()
-        return (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
-    rank_var, size_var = MINDSPORE_RANK_VARIABLES
-    try:
-        return int(os.environ.get(rank_var, 0)), int(os.environ.get(size_var, 1))
-    except ValueError:
-        return 0, 1
-
-
-def rank_path(path: Path, rank: int, world_size: int) -> Path:
-    """`path` for this rank: "{rank}" is filled in; otherwise ".rank<N>" goes before the suffix (world size > 1)."""
-    if "{rank}" in path.name:
-        return path.with_name(path.name.replace("{rank}", str(rank)))
-    if world_size <= 1:
-        return path
-    return path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+__all__ = ["RankConsistency", "check_rank_consistency", "rank_path"]
 
 
 @dataclass
@@ -88,13 +59,10 @@ def check_rank_consistency(
     tensors (a predicate on the common name, or glob patterns) when some are sharded on purpose,
     e.g. tensor-parallel weights.
     """
-    from acclint.runtime_checks.frameworks import adapter_for
-    from acclint.runtime_checks.records import summarize
-
     adapter = adapter_for(model)
     if adapter.framework != "torch":
         raise FingerprintError("check_rank_consistency needs torch.distributed (got a MindSpore model)")
-    dist = _torch_distributed()
+    dist = torch_distributed()
     if dist is None:
         raise FingerprintError("torch.distributed is not initialized: call init_process_group on every rank first")
     selected = _selector(include)

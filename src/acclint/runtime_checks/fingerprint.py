@@ -16,7 +16,10 @@ from typing import Any
 from acclint.runtime_checks.errors import FingerprintError
 
 FORMAT = "acclint-fingerprint"
-FORMAT_VERSION = 1
+# 2 added the batch, the module settings and the forward activations; version 1 files still load
+# (those stages are then "not recorded").
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -34,6 +37,42 @@ class TensorRecord:
     numel: int
     stats: dict[str, float]  # mean, std, min, max, norm
     sha256: str  # of the values as little-endian float32 (exact equality across frameworks)
+
+
+@dataclass
+class ValueRecord:
+    """One tensor of the batch, or of a module's inputs or output, named by its path in that structure."""
+
+    path: str  # "0", "1.labels", "input_ids"; "" for a lone tensor
+    shape: list[int]
+    dtype: str
+    stats: dict[str, float]  # mean, std, min, max, norm
+    sha256: str  # floats as little-endian float32, integers and bools as little-endian int64 (by value)
+    samples: list[str] | None = None  # batch only: a short hash per sample (along the first dimension)
+    # activations only: float32 values at evenly spaced positions of the flattened tensor, which see
+    # an element-wise change (a GELU approximation) that the statistics average away
+    sample: list[float] | None = None
+
+
+@dataclass
+class ModuleRecord:
+    """The numerics settings of one module that are not weights (norm eps, dropout p, ...)."""
+
+    name: str  # native module path ("" is the model itself)
+    module: str  # class name
+    settings: dict[str, Any]  # common spelling and convention: eps, momentum (torch's), p, approximate, ...
+
+
+@dataclass
+class ActivationRecord:
+    """What one module call saw (`io` "input", leaf modules only) or produced (`io` "output")."""
+
+    name: str  # native module path ("" is the model itself)
+    module: str  # class name
+    call: int  # 0 for the module's first call in the step, 1 for its second, ...
+    io: str
+    leaf: bool
+    values: list[ValueRecord]
 
 
 @dataclass
@@ -77,6 +116,10 @@ class Fingerprint:
     world_size: int = 1
     version: int = FORMAT_VERSION
     tensors_file: str | None = None
+    # None: not recorded (a version 1 file, a Probe without the batch, activations switched off).
+    batch: list[ValueRecord] | None = None
+    modules: list[ModuleRecord] | None = None
+    forward: list[ActivationRecord] | None = None  # in the order the hooks fired
     # Full initial tensors (common name -> numpy array) when asked for; saved to a side .npz, never to JSON.
     tensors: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     path: str | None = field(default=None, repr=False, compare=False)  # where it was loaded from / saved to
@@ -113,7 +156,7 @@ class Fingerprint:
         `path` is filled in, otherwise ".rank<N>" is inserted before the suffix.
         Returns the path written.
         """
-        from acclint.runtime_checks.distributed import rank_path
+        from acclint.runtime_checks.ranks import rank_path
 
         target = rank_path(Path(path), self.rank, self.world_size)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -175,10 +218,11 @@ def _from_dict(data: Any, source: str) -> Fingerprint:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise FingerprintError(f"{source}: not an acclint fingerprint (no \"format\": \"{FORMAT}\" field)")
     version = data.get("version")
-    if version != FORMAT_VERSION:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        readable = " and ".join(map(str, READABLE_VERSIONS))
         raise FingerprintError(
             f"{source}: fingerprint format version {version!r} is not supported by this acclint "
-            f"(it reads version {FORMAT_VERSION}); capture both sides with the same acclint version"
+            f"(it reads versions {readable}); capture both sides with the same acclint version"
         )
     optimizer = data.get("optimizer")
     step = data.get("step")
@@ -197,6 +241,9 @@ def _from_dict(data: Any, source: str) -> Fingerprint:
         world_size=reader.get(data, "world_size", int),
         version=version,
         tensors_file=data.get("tensors_file"),
+        batch=reader.optional_list(data, "batch", reader.value),
+        modules=reader.optional_list(data, "modules", reader.module),
+        forward=reader.optional_list(data, "forward", reader.activation),
     )
 
 
@@ -238,6 +285,39 @@ class _Reader:
             numel=self.get(item, "numel", int),
             stats={key: self.number(value, key) for key, value in stats.items()},
             sha256=self.get(item, "sha256", str),
+        )
+
+    def optional_list(self, data: dict, key: str, read: Any) -> list | None:
+        return None if data.get(key) is None else [read(item) for item in self.get(data, key, list)]
+
+    def value(self, item: dict) -> ValueRecord:
+        samples = item.get("samples")
+        return ValueRecord(
+            path=self.get(item, "path", str),
+            shape=[int(n) for n in self.get(item, "shape", list)],
+            dtype=self.get(item, "dtype", str),
+            stats={key: self.number(value, key) for key, value in self.get(item, "stats", dict).items()},
+            sha256=self.get(item, "sha256", str),
+            samples=None if samples is None else [str(s) for s in samples],
+            sample=None if item.get("sample") is None else [self.number(v, "sample") for v in item["sample"]],
+        )
+
+    def module(self, item: dict) -> ModuleRecord:
+        settings = self.get(item, "settings", dict)
+        return ModuleRecord(
+            name=self.get(item, "name", str),
+            module=self.get(item, "module", str),
+            settings={key: _decode_non_finite(value) for key, value in settings.items()},
+        )
+
+    def activation(self, item: dict) -> ActivationRecord:
+        return ActivationRecord(
+            name=self.get(item, "name", str),
+            module=self.get(item, "module", str),
+            call=self.get(item, "call", int),
+            io=self.get(item, "io", str),
+            leaf=self.get(item, "leaf", bool),
+            values=[self.value(value) for value in self.get(item, "values", list)],
         )
 
     def env(self, env: dict) -> dict:

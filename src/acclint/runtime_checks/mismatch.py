@@ -7,6 +7,7 @@ from typing import Any
 
 # Binding contract: every mismatch carries exactly one of these kinds.
 KINDS = (
+    "batch",
     "param-count",
     "param-shape",
     "param-missing",
@@ -15,6 +16,8 @@ KINDS = (
     "optimizer-hparam",
     "optimizer-group",
     "init-weights",
+    "module-config",
+    "activation",
     "loss",
     "grad-norm",
     "update",
@@ -31,10 +34,19 @@ class Mismatch:
     right: Any
     message: str
     stage: str = ""  # verdict section it belongs to (the kind "loss" appears in two)
+    consequence_of: str | None = None  # the kind of the earlier difference this one follows from
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown mismatch kind {self.kind!r}")
+        for kind in (self.kind, self.consequence_of):
+            if kind is not None and kind not in KINDS:
+                raise ValueError(f"unknown mismatch kind {kind!r}")
+
+    @property
+    def is_cause(self) -> bool:
+        return self.consequence_of is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "left": self.left, "right": self.right, "message": self.message}
+        data = {"kind": self.kind, "name": self.name, "left": self.left, "right": self.right, "message": self.message}
+        if self.consequence_of is not None:
+            data["consequence_of"] = self.consequence_of
+        return data

@@ -85,6 +85,17 @@ class NameMapping:
                 return self.prefixes[prefix] + name[len(prefix) :]
         return name
 
+    def module_name(self, native_path: str) -> str:
+        """The common name of a module: an exact rename, else the longest prefix rename ("layers.0."
+        also renames the module "layers.0" itself)."""
+        if native_path in self.names:
+            return self.names[native_path]
+        dotted = native_path + "."
+        for prefix in sorted(self.prefixes, key=len, reverse=True):
+            if dotted.startswith(prefix):
+                return (self.prefixes[prefix] + dotted[len(prefix) :]).rstrip(".")
+        return native_path
+
     def ignored(self, common_name: str) -> bool:
         return any(fnmatch.fnmatchcase(common_name, pattern) for pattern in self.ignore)
 

@@ -2,14 +2,15 @@
 
     probe = Probe(model, optimizer)          # before step 0: weights, optimizer, mode, environment
     loss = train_step(...)                   # the user's own step 0
-    probe.record(0, loss)                    # torch: gradients read from .grad / .main_grad
+    probe.record(0, loss, batch=batch)       # torch: gradients read from .grad / .main_grad
     probe.record(0, loss, grads=grads)       # MindSpore: pass the grads value_and_grad gave you
     loss = train_step(...)                   # step 1 (next batch)
     probe.record(1, loss)
     probe.save("npu.json")
 
 Call record(0, ...) after the optimizer step but before gradients are zeroed. The step-1 loss
-is on the next batch, so it compares only with another probe fed the same data.
+is on the next batch, so it compares only with another probe fed the same data. `batch` (the
+step-0 batch, optional) adds the data stage; the forward stage (activations) is capture's only.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from acclint.runtime_checks.capture import check_optimizer_holds_model, describe
+from acclint.runtime_checks.capture import batch_records, check_optimizer_holds_model, describe
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord
 from acclint.runtime_checks.frameworks import adapter_for
@@ -43,10 +44,12 @@ class Probe:
             self._initial = {item.name: np.array(self._adapter.to_host(item.tensor), copy=True) for item in self._trainable}
         self._step: StepRecord | None = None
 
-    def record(self, step: int, loss: Any, grads: Any = None) -> None:
-        """Record the loss of step 0 or 1 (and at step 0 the gradients; see the module docstring)."""
+    def record(self, step: int, loss: Any, grads: Any = None, batch: Any = None) -> None:
+        """Record the loss of step 0 or 1 (and at step 0 the gradients and the batch; see the module docstring)."""
         value = loss_value(loss, "the recorded loss")
         if step == 0:
+            if batch is not None:
+                self._fingerprint.batch = batch_records(self._adapter, batch)
             self._step = StepRecord(
                 loss=value,
                 grad_norm=None,

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.fingerprint import TensorRecord
+from acclint.runtime_checks.fingerprint import TensorRecord, ValueRecord
 
 # Elements per chunk when accumulating in float64: bounds the temporary copy for large tensors.
 _CHUNK = 1 << 22
@@ -37,11 +37,20 @@ class NamedTensor:
     dtype: str
 
 
-def summarize(array: np.ndarray) -> tuple[dict[str, float], str]:
-    """Statistics and the content hash of one tensor's values (as float32 when floating)."""
+def hashable(array: np.ndarray) -> np.ndarray:
+    """The values in the one layout that is hashed: floats as little-endian float32, integers and
+    bools as little-endian int64, so torch int64 labels and MindSpore int32 labels hash equal."""
     flat = np.ascontiguousarray(array).reshape(-1)
     if flat.dtype.kind == "f":
-        flat = flat.astype("<f4", copy=False)
+        return flat.astype("<f4", copy=False)
+    if flat.dtype.kind in "iub":
+        return flat.astype("<i8", copy=False)
+    return flat
+
+
+def summarize(array: np.ndarray) -> tuple[dict[str, float], str]:
+    """Statistics and the content hash of one tensor's values (see `hashable`)."""
+    flat = hashable(array)
     digest = hashlib.sha256(memoryview(flat).cast("B")).hexdigest()
     if flat.size == 0:
         return {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "norm": 0.0}, digest
@@ -139,18 +148,47 @@ def require_finite(value: float | None, what: str, hint: str = "", fingerprint: 
         raise NonFiniteLossError(f"the {what} is {kind}; {hint}", fingerprint)
 
 
-def walk_tensors(obj: Any, is_tensor: Callable[[Any], bool], _depth: int = 0) -> Iterable[Any]:
-    """Tensors inside a batch made of tuples, lists, dicts and simple objects."""
+# Samples per tensor up to which the batch records one short hash per sample (which sample differs).
+SAMPLE_HASHES_UP_TO = 4096
+SAMPLE_HASH_CHARS = 12
+
+
+def value_record(path: str, array: np.ndarray, dtype: str, per_sample: bool = False, spaced: int = 0) -> ValueRecord:
+    """The record of one batch or activation tensor, hashed by value (see `hashable`).
+
+    `per_sample`: one short hash per sample along the first dimension (says which sample differs).
+    `spaced`: also keep that many values at evenly spaced positions of the flattened tensor."""
+    stats, digest = summarize(array)
+    samples = None
+    if per_sample and array.ndim >= 1 and 0 < array.shape[0] <= SAMPLE_HASHES_UP_TO:
+        samples = [hashlib.sha256(memoryview(hashable(row)).cast("B")).hexdigest()[:SAMPLE_HASH_CHARS] for row in array]
+    sample = None
+    if spaced and array.size:
+        flat = array.reshape(-1)
+        sample = [float(v) for v in flat[np.linspace(0, flat.size - 1, min(spaced, flat.size)).astype(np.int64)]]
+    return ValueRecord(path=path, shape=[int(n) for n in array.shape], dtype=dtype, stats=stats, sha256=digest,
+                       samples=samples, sample=sample)
+
+
+def named_tensors(obj: Any, is_tensor: Callable[[Any], bool], path: str = "", _depth: int = 0) -> Iterable[tuple[str, Any]]:
+    """(path, tensor) for the tensors inside tuples, lists, dicts and simple objects: "0", "1.labels"."""
     if _depth > 6:
         return
     if is_tensor(obj):
-        yield obj
-    elif isinstance(obj, dict):
-        for value in obj.values():
-            yield from walk_tensors(value, is_tensor, _depth + 1)
+        yield path, obj
+        return
+    if isinstance(obj, dict):
+        items: Iterable[tuple[Any, Any]] = obj.items()
     elif isinstance(obj, (list, tuple)):
-        for value in obj:
-            yield from walk_tensors(value, is_tensor, _depth + 1)
+        items = enumerate(obj)
     elif hasattr(obj, "__dict__") and not callable(obj):
-        for value in vars(obj).values():
-            yield from walk_tensors(value, is_tensor, _depth + 1)
+        items = vars(obj).items()
+    else:
+        return
+    for key, value in items:
+        yield from named_tensors(value, is_tensor, f"{path}.{key}" if path else str(key), _depth + 1)
+
+
+def walk_tensors(obj: Any, is_tensor: Callable[[Any], bool]) -> Iterable[Any]:
+    """Tensors inside a batch made of tuples, lists, dicts and simple objects."""
+    return (tensor for _, tensor in named_tensors(obj, is_tensor))

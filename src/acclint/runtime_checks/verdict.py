@@ -1,23 +1,35 @@
-"""The readable verdict: one line per stage in the guides' order, then where to look first."""
+"""The readable verdict: one line per stage in the guides' order, then where to look first.
+
+A stage whose differences all follow from an earlier one shows its numbers with "(follows from
+<that stage>)"; a stage with a cause lists it, and the forward stage shows the first diverging
+module with its statistics on both sides and the last module that matched.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acclint.runtime_checks.compare import STAGES
+from acclint.runtime_checks.forward_compare import stats_lines
+from acclint.runtime_checks.stages import KIND_STAGES, STAGES, TITLES
 
 if TYPE_CHECKING:
-    from acclint.runtime_checks.compare import ComparisonResult
+    from acclint.runtime_checks.compare import ComparisonResult, StageOutcome
 
-# First stage that differs -> where to look.
+# First stage with a cause -> where to look.
 HINTS = {
+    "data": "the batches differ: feed both sides the same samples (preprocessing, tokenizer, shuffling, "
+    "padding) before comparing anything downstream",
     "count": "the two models are not the same network: compare the layer definitions (widths, extra layers, tied weights)",
     "names": "names or shapes differ: add a mapping file for renamed layers, or fix the layer definitions",
     "frozen": "different parameters are frozen: align requires_grad on both sides",
     "optimizer": "the optimizers differ: align type, parameter groups and hyperparameters before reading any loss",
     "weights": "the runs start from different weights: seed both sides identically or use transfer_weights",
     "mode": "one model is not in training mode",
-    "loss": "weights match but the step-0 loss differs: the forward pass differs (operators, precision, dropout, data)",
+    "settings": "a module setting differs (norm eps, BatchNorm momentum, dropout, GELU approximation): "
+    "pass it explicitly on both sides",
+    "forward": "weights, settings and data match but a module's output differs: start at the first diverging module",
+    "loss": "weights (and the module outputs, where recorded) match but the step-0 loss differs: the loss "
+    "function (reduction, label smoothing, ignore index), code after the model's forward, or the data",
     "grads": "the step-0 loss matches but the gradients differ: the backward pass differs; start at the first diverging parameter",
     "update": "loss and gradients match but the update differs: the optimizer implementation (eps placement, "
     "bias correction, fused kernels) or loss scaling",
@@ -32,28 +44,57 @@ def render_text(result: "ComparisonResult") -> str:
     lines = ["acclint compare", f"  left : {result.left.label}", f"  right: {result.right.label}", ""]
     for number, outcome in enumerate(result.stages, 1):
         head = f"{number:2d}. {outcome.title} ".ljust(width, ".")
-        if outcome.mismatches:
-            status = f"MISMATCH ({len(outcome.mismatches)})"
-        elif outcome.skipped:
-            status = outcome.skipped
-        else:
-            status = "ok" + (f": {outcome.summary}" if outcome.summary else "")
-        lines.append(f"{head} {status}")
-        for mismatch in outcome.mismatches[:LINES_PER_STAGE]:
-            lines.append(f"      - [{mismatch.kind}] {mismatch.message}")
-        hidden = len(outcome.mismatches) - LINES_PER_STAGE
-        if hidden > 0:
-            lines.append(f"      ... and {hidden} more (all are listed by --format json)")
+        lines.append(f"{head} {_status(outcome)}")
+        lines.extend(_details(outcome))
     lines.append("")
-    tolerance = f"rtol {result.rtol:g}, atol {result.atol:g}, update rtol {result.update_rtol:g}"
+    tolerance = (f"rtol {result.rtol:g}, atol {result.atol:g}, update rtol {result.update_rtol:g}, "
+                 f"activation rtol {result.activation_rtol:g}")
     if result.ok:
-        skipped = [o.title for o in result.stages if o.skipped]
-        extra = f"; not compared: {', '.join(skipped)}" if skipped else ""
+        unrecorded = [o.title for o in result.stages if o.skipped]
+        extra = f"; not compared: {', '.join(unrecorded)}" if unrecorded else ""
         lines.append(f"Verdict: PARITY ({tolerance}{extra})")
-    else:
-        first = next(o for o in result.stages if o.mismatches)
-        count = len(result.mismatches)
-        lines.append(f"Verdict: MISMATCH, {count} difference{'s' if count != 1 else ''} ({tolerance}); "
-                     f"fix '{first.title}' first")
-        lines.append(f"Hint: {HINTS[first.stage]}")
+        return "\n".join(lines)
+    causes, following = len(result.causes), len(result.mismatches) - len(result.causes)
+    first = next(o for o in result.stages if any(m.is_cause for m in o.mismatches))
+    also = f", and {_follow(following)} from {'it' if causes == 1 else 'them'}" if following else ""
+    lines.append(f"Verdict: MISMATCH, {causes} difference{'s' if causes != 1 else ''}{also} ({tolerance}); "
+                 f"fix '{first.title}' first")
+    lines.append(f"Hint: {HINTS[first.stage]}")
     return "\n".join(lines)
+
+
+def _status(outcome: "StageOutcome") -> str:
+    causes = [m for m in outcome.mismatches if m.is_cause]
+    if causes:
+        following = len(outcome.mismatches) - len(causes)
+        return f"MISMATCH ({len(causes)}" + (f", and {_follow(following)} from it)" if following else ")")
+    if outcome.mismatches:
+        origin = TITLES[KIND_STAGES[outcome.mismatches[0].consequence_of]]
+        return f"differs: {outcome.summary or outcome.mismatches[0].message} (follows from {origin})"
+    if outcome.skipped:
+        return outcome.skipped
+    return "ok" + (f": {outcome.summary}" if outcome.summary else "")
+
+
+def _details(outcome: "StageOutcome") -> list[str]:
+    causes = [m for m in outcome.mismatches if m.is_cause]
+    lines = []
+    for mismatch in causes[:LINES_PER_STAGE]:
+        lines.append(f"      - [{mismatch.kind}] {mismatch.message}")
+        if mismatch.kind == "activation":
+            lines.extend(f"          {line}" for line in stats_lines(mismatch))
+    hidden = len(causes) - LINES_PER_STAGE
+    if hidden > 0:
+        lines.append(f"      ... and {hidden} more (all are listed by --format json)")
+    if outcome.stage == "forward" and outcome.mismatches:
+        first = outcome.mismatches[0]
+        if not first.is_cause:  # the first diverging module, itself a consequence: still name it
+            lines.append(f"      - [{first.kind}] {first.message}")
+            lines.extend(f"          {line}" for line in stats_lines(first))
+        if first.is_cause and outcome.summary:
+            lines.append(f"      {outcome.summary}")
+    return lines
+
+
+def _follow(count: int) -> str:
+    return f"{count} that follow{'s' if count == 1 else ''}"

@@ -13,7 +13,7 @@ import numpy as np
 
 from acclint.runtime_checks.environment import mindspore_environment
 from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.frameworks import Adapter
+from acclint.runtime_checks.adapter import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
 from acclint.runtime_checks.names import STATE_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import (
@@ -39,6 +39,7 @@ class MindSporeSnapshot:
 
 class MindSporeAdapter(Adapter):
     framework = "mindspore"
+    model_type = "nn.Cell"
 
     def __init__(self, model: Any, optimizer: Any = None) -> None:
         import mindspore
@@ -103,6 +104,38 @@ class MindSporeAdapter(Adapter):
     def environment(self) -> dict[str, Any]:
         return mindspore_environment(self.ms)
 
+    # ------------------------------------------------------------------ modules, batch and forward hooks
+    def modules(self) -> list[tuple[str, Any, bool]]:
+        """(native path, cell, is a leaf) for every cell, the model itself ("") first."""
+        return [(name, cell, not cell.name_cells()) for name, cell in self.model.cells_and_names()]
+
+    def is_tensor(self, value: Any) -> bool:
+        return isinstance(value, self.ms.Tensor)
+
+    def dtype_name(self, tensor: Any) -> str:
+        return str(tensor.dtype).lower()
+
+    def version(self, tensor: Any) -> Any:
+        return None  # no version counter: a tensor is summarised when first seen
+
+    def forward_hooks_unavailable(self) -> str | None:
+        """Why Cell forward hooks cannot record here (None: they can)."""
+        if not hasattr(self.ms.nn.Cell, "register_forward_pre_hook"):
+            return f"MindSpore {self.ms.__version__} has no Cell forward hooks"
+        if self.ms.get_context("mode") != self.ms.PYNATIVE_MODE:
+            return "Cell forward hooks run in PyNative mode only"
+        return None
+
+    def add_forward_hooks(self, cell: Any, enter: Callable, leave: Callable) -> list[Any]:
+        # The first argument is the cell (MindSpore >= 2.3) or its id (older): not used.
+        def pre(_cell: Any, args: Any) -> None:
+            enter(args, {})
+
+        def post(_cell: Any, _args: Any, output: Any) -> None:
+            leave(output)
+
+        return [cell.register_forward_pre_hook(pre), cell.register_forward_hook(post)]
+
     # ------------------------------------------------------------------ optimizer
     def optimizer_param_keys(self) -> list[int]:
         return [id(p) for p in self._weights()]
@@ -142,10 +175,24 @@ class MindSporeAdapter(Adapter):
     def forward_for_grad(self, loss_fn: Callable, batch: Any) -> tuple[float, Any]:
         weights = tuple(self._weights())
         grad_fn = self.ms.value_and_grad(lambda: loss_fn(self.model, batch), None, weights)
-        loss, grads = grad_fn()
+        try:
+            loss, grads = grad_fn()
+        except Exception:
+            self._clear_grad_state()
+            raise
         if not isinstance(loss, self.ms.Tensor):
             raise FingerprintError(f"loss_fn must return the loss as a mindspore Tensor, got {type(loss).__name__}")
         return loss_value(loss), dict(zip(self.optimizer_param_keys(), grads))
+
+    def _clear_grad_state(self) -> None:
+        # PyNative keeps the half-built graph of a forward that raised inside value_and_grad, and
+        # every later value_and_grad in the process then fails (MindSpore 2.10, hooks or not).
+        # MindSpore clears it the same way when its own compilation raises.
+        import importlib
+
+        executor = getattr(importlib.import_module("mindspore.common.api"), "_pynative_executor", None)
+        if executor is not None and hasattr(executor, "clear_res"):
+            executor.clear_res()
 
     def _weights(self) -> list[Any]:
         if hasattr(self.optimizer, "param_groups"):

@@ -14,7 +14,7 @@ import numpy as np
 
 from acclint.runtime_checks.environment import torch_environment
 from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.frameworks import Adapter
+from acclint.runtime_checks.adapter import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
 from acclint.runtime_checks.names import IGNORED_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import TORCH_OPTIMIZER_TYPES, torch_style_record
@@ -37,6 +37,7 @@ class TorchSnapshot:
 
 class TorchAdapter(Adapter):
     framework = "torch"
+    model_type = "nn.Module"
 
     def __init__(self, model: Any, optimizer: Any = None) -> None:
         import torch
@@ -113,6 +114,32 @@ class TorchAdapter(Adapter):
     def environment(self) -> dict[str, Any]:
         first = next(iter(self.module.parameters()), None)
         return torch_environment(self.torch, first.device.type if first is not None else "cpu")
+
+    # ------------------------------------------------------------------ modules, batch and forward hooks
+    def modules(self) -> list[tuple[str, Any, bool]]:
+        """(native path, module, is a leaf) for every module, the model itself ("") first."""
+        return [(name, m, next(m.children(), None) is None) for name, m in self.module.named_modules()]
+
+    def is_tensor(self, value: Any) -> bool:
+        return self.torch.is_tensor(value)
+
+    def dtype_name(self, tensor: Any) -> str:
+        return str(tensor.dtype).replace("torch.", "")
+
+    def readable(self, tensor: Any) -> bool:
+        return not tensor.is_meta  # a meta tensor has a shape and no values
+
+    def version(self, tensor: Any) -> Any:
+        return tensor._version  # bumped by every in-place change
+
+    def add_forward_hooks(self, module: Any, enter: Callable, leave: Callable) -> list[Any]:
+        def pre(_module: Any, args: Any, kwargs: Any) -> None:
+            enter(args, kwargs)
+
+        def post(_module: Any, _args: Any, output: Any) -> None:
+            leave(output)
+
+        return [module.register_forward_pre_hook(pre, with_kwargs=True), module.register_forward_hook(post)]
 
     # ------------------------------------------------------------------ optimizer
     def optimizer_param_keys(self) -> list[int]:
