@@ -21,7 +21,6 @@ from acclint.linter.shell.launch import is_relevant_name, parse_launch
 from acclint.linter.shell.model import (
     Argument,
     EnvAssignment,
-    FlagValue,
     LaunchCommand,
     ShellReadError,
     ShellScript,
