@@ -374,3 +374,20 @@ def test_pytest_files_are_not_training_programs_unless_their_main_trains(tmp_pat
         "tests/check_train.py": "import torch\n\ndef test_fit():\n" + trains + "\nif __name__ == '__main__':\n    test_fit()\n",
         "test_script.py": "import torch\n\ndef main():\n" + trains + "\nif __name__ == '__main__':\n    main()\n",
     }) == ["test_script.py"]
+
+
+def test_an_imported_module_does_not_run_its_main_block(tmp_path):
+    # The accelerate CLI imports a test script whose __main__ trains: the CLI does not train.
+    assert programs_of(tmp_path, {
+        "cli.py": "import launcher\n\nif __name__ == '__main__':\n    launcher.describe()\n",
+        "launcher.py": "import torch\n\ndef describe():\n    print('launch')\n\ndef main():\n"
+                       "    opt = torch.optim.SGD([], lr=1)\n    opt.step()\n\nif __name__ == '__main__':\n    main()\n",
+    }) == ["launcher.py"]
+
+
+def test_a_scheduler_step_is_not_training(tmp_path):
+    # Megatron's checkpoint loading steps `opt_param_scheduler` for an inference script.
+    assert programs_of(tmp_path, {
+        "infer.py": "import torch\n\nif __name__ == '__main__':\n    model = torch.nn.Linear(2, 2)\n"
+                    "    opt_param_scheduler.step(increment=10)\n    model(torch.ones(2))\n",
+    }) == []

@@ -83,7 +83,8 @@ def training_role(fact) -> Optional[str]:
     if receiver:
         for step in markers["steps"]:
             if step["method"] == method and len(fact.args) >= step["min_args"] \
-                    and any(hint in receiver for hint in step["receivers"]):
+                    and any(hint in receiver for hint in step["receivers"]) \
+                    and not any(hint in receiver for hint in step.get("unless", ())):
                 return "step"
     gradients = markers["gradients"]
     if names & frozenset(gradients["calls"]) or method in gradients["methods"]:
@@ -446,11 +447,14 @@ class _FlowBuilder:
                 target = self.project.module_file(file, module)
                 if target is not None and depth < _MAX_DEPTH:
                     self.run_module(target, depth + 1)
-        self.run_scope(file, MODULE_SCOPE, depth)
+        # An imported module runs its top level but not its `if __name__ == "__main__":` block.
+        self.run_scope(file, MODULE_SCOPE, depth, imported=depth > 0)
 
-    def run_scope(self, file: FileFacts, scope: str, depth: int) -> None:
+    def run_scope(self, file: FileFacts, scope: str, depth: int, imported: bool = False) -> None:
         types: dict = {}
         for fact in _scope_facts(file, scope):
+            if imported and fact.in_main:
+                continue
             self.flow.append(Step(file, fact, depth, len(self.flow)))
             if not isinstance(fact, Call) or depth >= _MAX_DEPTH:
                 continue
