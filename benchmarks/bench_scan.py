@@ -19,6 +19,11 @@ wall (target <= 1.2). Run from the repository root:
 
     PYTHONPATH=src python benchmarks/bench_scan.py [--files N] [--path DIR] [--repeat R]
                                                    [--jobs J] [--json] [--profile]
+
+One-file scans (`--entry FILE`, repeatable; the folder corpus is then skipped): `acclint scan
+FILE` reads FILE's program for context (local imports, launch scripts beside it). Measured
+against a bare parse of exactly the files it reads: CPU of `scan([FILE], jobs=1)`, wall of
+`scan([FILE])` on all cores, both as ratios to the bare parse of those files.
 """
 
 from __future__ import annotations
@@ -252,6 +257,64 @@ def _verdict(ratio: float, target: float) -> str:
     return f"{ratio:.2f}x  (target <= {target}x: {'met' if ratio <= target else 'NOT met'})"
 
 
+# -- one-file scans -----------------------------------------------------------------------
+def files_read_for(entry: Path) -> list:
+    """The Python files `acclint scan ENTRY` reads: ENTRY and the context its program reaches,
+    found by the engine's own context reader."""
+    from acclint.linter.analyze import analyze_file
+    from acclint.linter.engine import ContextLoader, read_context
+    from acclint.linter.project import Project
+
+    entry = entry.resolve()
+    facts = analyze_file(str(entry), entry.name, []).facts
+    if facts is None:
+        raise SystemExit(f"bench_scan: cannot analyse {entry}")
+    loader = ContextLoader(entry.parent, entry.parent, (), failed={str(entry)})
+    project = Project([facts], [], [str(entry.parent)], loader=loader)
+    read_context(project, [facts], [], loader, jobs=1)
+    project.programs()  # modules asked for while programs are built are read too
+    return sorted(project.files)
+
+
+def measure_entry(entry: Path, jobs, repeat: int) -> dict:
+    files = files_read_for(entry)
+    texts = read_texts(Path("/"), [f.lstrip("/") for f in files])
+    measure_scan_of(entry, 1)  # warm-up: imports, tables
+    baseline = median_of([measure_baseline(texts) for _ in range(repeat)])
+    single = median_of([measure_scan_of(entry, 1) for _ in range(repeat)])
+    parallel = median_of([measure_scan_of(entry, jobs) for _ in range(repeat)])
+    return {
+        "entry": str(entry), "files_read": len(files),
+        "lines": sum(t.count("\n") for t in texts),
+        "baseline": baseline, "acclint_1": single, "acclint_n": parallel,
+        "cpu_ratio": single["cpu_s"] / baseline["cpu_s"],
+        "wall_ratio": parallel["wall_s"] / baseline["wall_s"],
+    }
+
+
+def measure_scan_of(entry: Path, jobs) -> dict:
+    from acclint.config import Config
+    from acclint.linter.engine import scan
+    from acclint.rules import all_rules
+
+    child0 = _children_cpu()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    result = scan([entry], all_rules(), Config(), jobs=jobs, cwd=entry.parent)
+    return {"wall_s": time.perf_counter() - wall0,
+            "cpu_s": time.process_time() - cpu0 + _children_cpu() - child0,
+            "findings": len(result.findings)}
+
+
+def entry_table(rows: list) -> str:
+    out = ["| entry script | files read | lines | bare parse CPU | scan FILE jobs=1 CPU (ratio) | "
+           "scan FILE all cores wall (ratio to single-core parse) |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        b, s, p = r["baseline"], r["acclint_1"], r["acclint_n"]
+        out.append(f"| {r['entry']} | {r['files_read']} | {r['lines']:,} | {b['cpu_s']:.2f} s | "
+                   f"{s['cpu_s']:.2f} s ({r['cpu_ratio']:.2f}x) | {p['wall_s']:.2f} s ({r['wall_ratio']:.2f}x) |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=400, help="number of .py files [default: 400]")
@@ -262,9 +325,15 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile the single-process scan and print the top 25 entries")
+    parser.add_argument("--entry", type=Path, action="append", default=[],
+                        help="measure `acclint scan FILE` of this entry script instead (repeatable)")
     args = parser.parse_args(argv)
     if args.files < 1 or args.repeat < 1:
         parser.error("--files and --repeat must be at least 1")
+    if args.entry:
+        rows = [measure_entry(entry, args.jobs, args.repeat) for entry in args.entry]
+        print(json.dumps(rows, indent=2) if args.json else entry_table(rows))
+        return 0
 
     import libcst
 

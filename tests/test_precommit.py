@@ -129,9 +129,10 @@ def _project(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
-def _try_repo(project: Path, hook_repo: Path, home: Path) -> subprocess.CompletedProcess:
+def _try_repo(project: Path, hook_repo: Path, home: Path, all_files: bool = True) -> subprocess.CompletedProcess:
+    # Without --all-files pre-commit passes only the staged files, as on `git commit`.
     command = [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), "acclint",
-               "--all-files", "--color", "never"]
+               *(["--all-files"] if all_files else []), "--color", "never"]
     return subprocess.run(
         command,
         cwd=project,
@@ -158,3 +159,64 @@ def test_hook_passes_on_clean_files(tmp_path, hook_repo, pre_commit_home):
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
     assert "Passed" in output, output
+
+
+# A seed helper in its own module, and an entry script that relies on it.
+SEED_HELPER = """\
+import random
+
+import numpy as np
+import torch
+
+
+def seed_everything(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+"""
+
+SEEDED_TRAIN_SCRIPT = """\
+import os
+
+import torch
+from seeding import seed_everything
+
+os.environ["PYTHONHASHSEED"] = "0"
+
+
+if __name__ == "__main__":
+    seed_everything(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(4)).sum().backward()
+    optimizer.step()
+"""
+
+
+def _commit_then_stage(path: Path, committed: dict[str, str], staged: dict[str, str]) -> Path:
+    project = _project(path, committed)
+    _git("commit", "-q", "-m", "before", cwd=project)
+    for name, source in staged.items():
+        (project / name).write_text(source, encoding="utf-8")
+    _git("add", *staged, cwd=project)
+    return project
+
+
+def test_hook_on_a_staged_entry_script_reads_its_committed_seed_helper(tmp_path, hook_repo, pre_commit_home):
+    project = _commit_then_stage(tmp_path / "entry", {"seeding.py": SEED_HELPER}, {"train.py": SEEDED_TRAIN_SCRIPT})
+    run = _try_repo(project, hook_repo, pre_commit_home, all_files=False)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert "Passed" in output, output
+
+
+def test_hook_on_a_staged_helper_reports_its_explicit_setting(tmp_path, hook_repo, pre_commit_home):
+    helper = SEED_HELPER + "\n\ndef fast_backend():\n    torch.backends.cudnn.benchmark = True\n"
+    project = _commit_then_stage(tmp_path / "helper", {"train.py": SEEDED_TRAIN_SCRIPT, "seeding.py": SEED_HELPER},
+                                 {"seeding.py": helper})
+    run = _try_repo(project, hook_repo, pre_commit_home, all_files=False)
+    output = run.stdout + run.stderr
+    assert run.returncode != 0, output
+    assert "seeding.py:15:5: ACL202" in output, output
+    assert "train.py:" not in output, output  # not staged: not reported

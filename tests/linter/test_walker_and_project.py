@@ -107,7 +107,8 @@ def test_flow_follows_helpers_across_files_methods_and_relative_imports(tmp_path
         "train.py": (
             "import pkg\nfrom pkg import seed_all as s_all\n\nclass Trainer:\n    def __init__(self):\n"
             "        self.setup()\n    def setup(self):\n        s_all(1)\n    def fit(self, loss):\n"
-            "        loss.backward()\n\nif __name__ == '__main__':\n    t = Trainer()\n    t.fit(None)\n"
+            "        loss.backward()\n        self.optimizer.step()\n\nif __name__ == '__main__':\n    t = Trainer()\n"
+            "    t.fit(None)\n"
         ),
     })
     (program,) = project.programs()

@@ -18,12 +18,10 @@ CASES = [
 
 
 def _scan_example(example, rule, tmp_path):
-    shown = example.shown()
-    for relative, source in example.files.items():
+    for relative, source in example.on_disk().items():
         target = tmp_path / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        # JSON has no comments: its `# expect:` markers are stripped (lines keep their numbers).
-        target.write_text(shown[relative] if relative.endswith(".json") else source, encoding="utf-8")
+        target.write_text(source, encoding="utf-8")
     result = scan([tmp_path], [rule], Config(), jobs=1, cwd=tmp_path)
     assert result.errors == [], result.errors
     return {(f.path, f.line) for f in result.findings if f.rule == rule.code}, result

@@ -32,12 +32,13 @@ def make_finding(rule: "Rule", path: str, where: Location, message: str, fix: Op
 
 @dataclass
 class Sink:
-    """Collects findings with the suppression table of the file each one lands in."""
+    """Collects findings with the suppression table of the file each one lands in, and the entry
+    point of the program that found it (None for a per-file finding)."""
 
-    findings: list = field(default_factory=list)  # (Finding, suppressions)
+    findings: list = field(default_factory=list)  # (Finding, suppressions, program entry path or None)
 
-    def add(self, finding: Finding, suppressions: dict) -> None:
-        self.findings.append((finding, suppressions))
+    def add(self, finding: Finding, suppressions: dict, program: Optional[str] = None) -> None:
+        self.findings.append((finding, suppressions, program))
 
 
 @dataclass
@@ -47,25 +48,28 @@ class FileContext:
 
     def report(self, rule: "Rule", node: int, message: str, *, fix: Optional[str] = None,
                severity: Optional[str] = None) -> None:
-        report_at(self.sink, rule, self.facts, node, message, fix, severity)
+        report_at(self.sink, rule, self.facts, node, message, fix, severity, None)
 
 
 def report_at(sink: Sink, rule: "Rule", facts: "FileFacts", node: int, message: str,
-              fix: Optional[str], severity: Optional[str]) -> None:
+              fix: Optional[str], severity: Optional[str], program: Optional[str]) -> None:
     where = facts.spans[node] if 0 <= node < len(facts.spans) else Location(1, 1, 1, 1)
-    sink.add(make_finding(rule, facts.path, where, message, fix, severity), facts.suppressions)
+    sink.add(make_finding(rule, facts.path, where, message, fix, severity), facts.suppressions, program)
 
 
 @dataclass
 class ProgramContext:
-    program: "Program"
+    program: Optional["Program"]  # None for checks of launch scripts alone
     project: "Project"
     sink: Sink
     cache: dict = field(default_factory=dict)  # per-program derived facts shared between rules
 
     def report(self, rule: "Rule", facts: "FileFacts", node: int, message: str, *,
                fix: Optional[str] = None, severity: Optional[str] = None) -> None:
-        report_at(self.sink, rule, facts, node, message, fix, severity)
+        report_at(self.sink, rule, facts, node, message, fix, severity, self._entry())
+
+    def _entry(self) -> Optional[str]:
+        return self.program.entry.path if self.program is not None else None
 
     def report_shell(self, rule: "Rule", span: "Span", message: str, *, fix: Optional[str] = None,
                      severity: Optional[str] = None) -> None:
@@ -73,4 +77,4 @@ class ProgramContext:
         path = shell.path if shell else span.path
         where = Location(span.line, span.column, span.end_line, span.end_column)
         sink_table = shell.suppressions if shell else {}
-        self.sink.add(make_finding(rule, path, where, message, fix, severity), sink_table)
+        self.sink.add(make_finding(rule, path, where, message, fix, severity), sink_table, self._entry())

@@ -55,6 +55,23 @@ def is_excluded(path: Path, root: Path, patterns: Sequence[str]) -> bool:
     return False
 
 
+def _skipped_dir_name(name: str) -> bool:
+    return name in SKIPPED_DIRS or name.endswith(".egg-info")
+
+
+def would_discover(path: str, root: Path, exclude: Sequence[str] = ()) -> bool:
+    """Whether a walk of a folder holding `path` would scan it: a file read for context is one a
+    whole-folder scan would have read (not in a build folder, a virtualenv or an excluded path)."""
+    # Only folders below where the file and the scan meet count: a checkout may itself live in `build/`.
+    try:
+        below = Path(os.path.relpath(path, os.path.commonpath([path, str(root)]))).parts
+    except ValueError:  # pragma: no cover - another drive
+        below = Path(path).parts
+    if any(_skipped_dir_name(part) for part in below[:-1]) or Path(path).suffix not in SCANNED_SUFFIXES:
+        return False
+    return not is_excluded(Path(path), root, exclude)
+
+
 def _is_virtualenv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
 
@@ -116,7 +133,7 @@ def _walk(folder: Path, root: Path, exclude, found: Discovery, seen, ancestors: 
                 found.skipped.append((path, problem))
                 continue
         if is_dir:
-            if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info") or _is_virtualenv(path):
+            if _skipped_dir_name(entry.name) or _is_virtualenv(path):
                 continue
             try:
                 key = _dir_key(path)

@@ -7,6 +7,7 @@ ordered flow that rules read.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
@@ -43,6 +44,13 @@ class Program:
     files: list  # FileFacts reached (entry first)
     launches: list  # (ShellFacts, LaunchCommand) that run this entry
     reached_functions: set  # (abspath, qualname) reached from the entry
+    _files_by_fact: Optional[dict] = field(default=None, repr=False, compare=False)
+
+    def file_of(self, fact) -> Optional[FileFacts]:
+        """The file a fact of the flow is written in."""
+        if self._files_by_fact is None:
+            self._files_by_fact = {id(step.fact): step.file for step in self.flow}
+        return self._files_by_fact.get(id(fact))
 
     def calls(self) -> Iterator[Step]:
         return (s for s in self.flow if isinstance(s.fact, Call))
@@ -61,38 +69,156 @@ def _training_table() -> dict:
     return table("training")
 
 
-def is_training_marker(fact) -> bool:
+def training_role(fact) -> Optional[str]:
+    """What a fact contributes to training: "step" (an optimizer step or a training loop),
+    "gradient", "optimizer", or None. A program trains with a step, or gradients and an optimizer."""
     if not isinstance(fact, Call):
-        return False
+        return None
     markers = _training_table()
-    if fact.names & frozenset(markers["calls"]):
-        return True
+    names = fact.names
+    if names & frozenset(markers["loops"]):
+        return "step"
     method = fact.method
-    if method in markers["methods"]:
-        return True
     receiver = fact.callee.rsplit(".", 1)[0].lower() if "." in fact.callee else ""
-    hints = markers["receiver_methods"].get(method)
-    return bool(hints) and any(hint in receiver for hint in hints)
+    if receiver:
+        for step in markers["steps"]:
+            if step["method"] == method and len(fact.args) >= step["min_args"] \
+                    and any(hint in receiver for hint in step["receivers"]) \
+                    and not any(hint in receiver for hint in step.get("unless", ())):
+                return "step"
+    gradients = markers["gradients"]
+    if names & frozenset(gradients["calls"]) or method in gradients["methods"]:
+        return "gradient"
+    optimizers = markers["optimizers"]
+    if any(name.startswith(prefix) for name in names for prefix in optimizers["prefixes"]) \
+            or method in optimizers["callees"]:
+        return "optimizer"
+    return None
+
+
+def trains(facts, builds_model=None) -> bool:
+    """Whether these facts (a program's flow, or a file's top level) make a training program:
+    a step or a loop; or gradients with an optimizer, or with a model that `builds_model` sees."""
+    seen, candidates = set(), []
+    for fact in facts:
+        role = training_role(fact)
+        if role == "step":
+            return True
+        if role is not None:
+            seen.add(role)
+            if len(seen) == 2:
+                return True
+        elif builds_model is not None and isinstance(fact, Call):
+            candidates.append(fact)
+    return "gradient" in seen and builds_model is not None and any(builds_model(c) for c in candidates)
+
+
+def _is_layer(call: Call) -> bool:
+    packages = _training_table()["models"]["layer_packages"]
+    for name in call.names:
+        package, _, member = name.rpartition(".")
+        if package in packages and member[:1].isupper():
+            return True
+    return False
+
+
+def is_training_marker(fact) -> bool:
+    """A fact that shows where a program trains (an optimizer step, a loop, a gradient)."""
+    return training_role(fact) in ("step", "gradient")
+
+
+def is_pytest_file(file: FileFacts) -> bool:
+    """A file pytest collects: its test functions are not part of any training program."""
+    conventions = _training_table()["pytest"]
+    name = os.path.basename(file.abspath)
+    if any(fnmatch.fnmatch(name, pattern) for pattern in conventions["files"]):
+        return True
+    folders = set(os.path.dirname(file.abspath).replace("\\", "/").split("/"))
+    return bool(folders & set(conventions["folders"])) and any(
+        f.owner is None and f.qualname.startswith(conventions["function_prefix"]) for f in file.functions.values())
+
+
+def _is_test_function(function: FunctionDef) -> bool:
+    conventions = _training_table()["pytest"]
+    if function.qualname.rsplit(".", 1)[-1].startswith(conventions["function_prefix"]):
+        return True
+    return function.owner is not None and function.owner.rsplit(".", 1)[-1].startswith(conventions["class_prefix"])
+
+
+# A folder holding one of these is a project root: Python code there is importable as installed
+# (`pip install -e .`), and a `src/` below it holds the packages of a src layout.
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def import_targets(imp) -> list:
+    """The module names an import statement may load: `from a import b` may load `a` or `a.b`."""
+    if imp.module == "":
+        return []
+    if not imp.name or imp.name == "*":
+        return [imp.module]
+    member = f"{imp.module}.{imp.name}" if imp.module.strip(".") else imp.module + imp.name
+    return [imp.module, member]
 
 
 class Project:
-    def __init__(self, files: list, shells: list, roots: list):
+    """The files of a scan and what they say together.
+
+    `loader`, when given, reads a local module that the scan was not given (a file read for
+    context): resolution asks it for files on disk, exactly where Python would look.
+    """
+
+    def __init__(self, files: list, shells: list, roots: list, loader=None):
         self.files = {f.abspath: f for f in files}
         self.shells = {s.abspath: s for s in shells}
         self.roots = [os.path.abspath(r) for r in roots]
+        self.loader = loader
         self._classes_cache: dict = {}
         self._module_cache: dict = {}
         self._package_root_cache: dict = {}
+        self._project_root_cache: dict = {}
+
+    def add(self, files: list = (), shells: list = ()) -> None:
+        for file in files:
+            self.files[file.abspath] = file
+        for shell in shells:
+            self.shells[shell.abspath] = shell
+        self._module_cache.clear()
+        self._classes_cache.clear()
 
     # -- modules -----------------------------------------------------------------------------
     def module_file(self, importer: FileFacts, module: str) -> Optional[FileFacts]:
-        """The scanned file a module name refers to, resolved as Python would for a script."""
+        """The file a module name refers to, resolved as Python would for a script."""
         key = (os.path.dirname(importer.abspath), module)
         if key not in self._module_cache:
-            self._module_cache[key] = self._find_module(importer, module)
+            path = self.module_path(importer, module)
+            found = self.files.get(path) if path else None
+            if found is None and path is not None:
+                found = self.loader.load(path)
+                if found is None:  # unreadable after all: look further, as Python would
+                    return self.module_file(importer, module)
+                self.files[path] = found
+            self._module_cache[key] = found
         return self._module_cache[key]
 
-    def _find_module(self, importer: FileFacts, module: str) -> Optional[FileFacts]:
+    def module_path(self, importer: FileFacts, module: str) -> Optional[str]:
+        """The first candidate that is a file of the scan or, with a loader, a readable file on disk."""
+        for candidate in self._candidates(importer, module):
+            if candidate in self.files or (self.loader is not None and self.loader.available(candidate)):
+                return candidate
+        return None
+
+    def missing_modules(self, files) -> list:
+        """Paths on disk of local modules that `files` import and the project does not hold yet."""
+        out = {}
+        for file in files:
+            for imp in file.imports:
+                for module in import_targets(imp):
+                    path = self.module_path(file, module)
+                    if path is not None and path not in self.files:
+                        out[path] = None
+        return list(out)
+
+    def _candidates(self, importer: FileFacts, module: str):
         level = len(module) - len(module.lstrip("."))
         parts = [p for p in module.lstrip(".").split(".") if p]
         if level:
@@ -101,14 +227,12 @@ class Project:
                 base = os.path.dirname(base)
             bases = [base]
         else:
-            bases = [os.path.dirname(importer.abspath), *self._package_roots(importer), *self.roots]
+            bases = dict.fromkeys([os.path.dirname(importer.abspath), *self._package_roots(importer), *self.roots,
+                                   *self._project_roots(importer)])
         for base in bases:
             stem = os.path.join(base, *parts)
-            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-                found = self.files.get(candidate)
-                if found is not None:
-                    return found
-        return None
+            yield stem + ".py"
+            yield os.path.join(stem, "__init__.py")
 
     def _package_roots(self, importer: FileFacts) -> list:
         # The folder above the outermost package containing the importer.
@@ -119,6 +243,24 @@ class Project:
                 folder = os.path.dirname(folder)
             self._package_root_cache[start] = [folder]
         return self._package_root_cache[start]
+
+    def _project_roots(self, importer: FileFacts) -> list:
+        """The nearest enclosing project root and its `src/` (an installed project imports from there)."""
+        start = os.path.dirname(importer.abspath)
+        if start not in self._project_root_cache:
+            self._project_root_cache[start] = self._find_project_root(start)
+        return self._project_root_cache[start]
+
+    def _find_project_root(self, folder: str) -> list:
+        parent = os.path.dirname(folder)
+        if any(os.path.exists(os.path.join(folder, marker)) for marker in _PROJECT_MARKERS):
+            src = os.path.join(folder, "src")
+            return [folder, src] if os.path.isdir(src) else [folder]
+        if parent == folder:
+            return []
+        if parent not in self._project_root_cache:
+            self._project_root_cache[parent] = self._find_project_root(parent)
+        return self._project_root_cache[parent]
 
     # -- names -------------------------------------------------------------------------------
     def local_target(self, file: FileFacts, callee: str, scope: str, types: dict):
@@ -216,7 +358,15 @@ class Project:
 
     # -- programs ----------------------------------------------------------------------------
     def entry_candidates(self) -> list:
-        return [f for f in self.files.values() if f.main_guard is not None or _module_trains(f)]
+        return [f for f in self.files.values() if is_entry_candidate(f)]
+
+    def launch_candidates(self, shell: ShellFacts, script: Optional[str]) -> list:
+        """Where on disk the Python script a launch line runs may be: beside the launch script or
+        under a scan root."""
+        if not script or not script.endswith(".py"):
+            return []
+        script = script.replace("\\", "/")
+        return [os.path.normpath(os.path.join(base, script)) for base in (os.path.dirname(shell.abspath), *self.roots)]
 
     def program(self, entry: FileFacts) -> Program:
         builder = _FlowBuilder(self)
@@ -233,9 +383,18 @@ class Project:
         out = []
         for entry in sorted(self.entry_candidates(), key=lambda f: f.path):
             program = self.program(entry)
-            if any(is_training_marker(step.fact) for step in program.flow):
+            if trains((step.fact for step in program.flow), lambda call, p=program: self._builds_model(p, call)):
                 out.append(program)
         return out
+
+    def _builds_model(self, program: Program, call: Call) -> bool:
+        if _is_layer(call):
+            return True
+        file = program.file_of(call)
+        target = self.local_target(file, call.callee, call.scope, {}) if file is not None else None
+        if target is None or not isinstance(target[1], ClassDef):
+            return False
+        return bool(self.class_names(*target) & frozenset(_training_table()["models"]["bases"]))
 
     def _launches_file(self, shell: ShellFacts, script: Optional[str], entry: FileFacts) -> bool:
         return self.launch_target(shell, script) is entry
@@ -245,18 +404,23 @@ class Project:
         the only scanned file whose path ends with it (scripts often `cd` to the repo root)."""
         if not script or not script.endswith(".py"):
             return None
-        script = script.replace("\\", "/")
-        for base in (os.path.dirname(shell.abspath), *self.roots):
-            found = self.files.get(os.path.normpath(os.path.join(base, script)))
+        for candidate in self.launch_candidates(shell, script):
+            found = self.files.get(candidate)
             if found is not None:
                 return found
+        script = script.replace("\\", "/")
         tail = "/" + script.lstrip("./")
         matches = [f for path, f in self.files.items() if path.replace("\\", "/").endswith(tail)]
         return matches[0] if len(matches) == 1 else None
 
 
+def is_entry_candidate(file: FileFacts) -> bool:
+    """A script that may start a program: a __main__ block, or training at its top level."""
+    return file.main_guard is not None or _module_trains(file)
+
+
 def _module_trains(file: FileFacts) -> bool:
-    return any(c.scope == MODULE_SCOPE and is_training_marker(c) for c in file.calls)
+    return trains((c for c in file.calls if c.scope == MODULE_SCOPE), _is_layer)
 
 
 class _FlowBuilder:
@@ -268,6 +432,7 @@ class _FlowBuilder:
         self.files: list = []
         self.functions: set = set()
         self._modules_run: set = set()
+        self._pytest: dict = {}  # abspath -> whether pytest collects the file
 
     def run_module(self, file: FileFacts, depth: int) -> None:
         if file.abspath in self._modules_run:
@@ -276,17 +441,20 @@ class _FlowBuilder:
         self.files.append(file)
         # Local modules the file imports run their top level first.
         for imp in file.imports:
-            if imp.scope != MODULE_SCOPE or imp.module == "":
+            if imp.scope != MODULE_SCOPE:
                 continue
-            for module in (imp.module, f"{imp.module}.{imp.name}" if imp.name and imp.name != "*" else None):
-                target = self.project.module_file(file, module) if module else None
+            for module in import_targets(imp):
+                target = self.project.module_file(file, module)
                 if target is not None and depth < _MAX_DEPTH:
                     self.run_module(target, depth + 1)
-        self.run_scope(file, MODULE_SCOPE, depth)
+        # An imported module runs its top level but not its `if __name__ == "__main__":` block.
+        self.run_scope(file, MODULE_SCOPE, depth, imported=depth > 0)
 
-    def run_scope(self, file: FileFacts, scope: str, depth: int) -> None:
+    def run_scope(self, file: FileFacts, scope: str, depth: int, imported: bool = False) -> None:
         types: dict = {}
         for fact in _scope_facts(file, scope):
+            if imported and fact.in_main:
+                continue
             self.flow.append(Step(file, fact, depth, len(self.flow)))
             if not isinstance(fact, Call) or depth >= _MAX_DEPTH:
                 continue
@@ -307,10 +475,19 @@ class _FlowBuilder:
         key = (file.abspath, function.qualname)
         if key in self.functions:
             return  # first execution is what matters for order; also guards recursion
+        if _is_test_function(function) and self._is_pytest(file):
+            return  # run by pytest, not by this program
         self.functions.add(key)
         if file not in self.files:
             self.files.append(file)
         self.run_scope(file, function.qualname, depth)
+
+
+    def _is_pytest(self, file: FileFacts) -> bool:
+        known = self._pytest.get(file.abspath)
+        if known is None:
+            known = self._pytest[file.abspath] = is_pytest_file(file)
+        return known
 
 
 def _scope_facts(file: FileFacts, scope: str) -> list:

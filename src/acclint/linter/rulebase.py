@@ -56,6 +56,12 @@ class Example:
             for path, source in self.files.items()
         }
 
+    def on_disk(self) -> dict[str, str]:
+        """The files as a test writes them: JSON has no comments, so its `# expect:` markers are
+        stripped (lines keep their numbers); other files keep theirs."""
+        shown = self.shown()
+        return {path: shown[path] if path.endswith(".json") else source for path, source in self.files.items()}
+
 
 @dataclass(frozen=True)
 class RuleDoc:

@@ -6,8 +6,8 @@ from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import Assignment, Call
 from acclint.linter.rulebase import Example, RuleDoc
-from acclint.rules.base import EffectRule, ProgramRule, where
-from acclint.rules.program_facts import ProgramFacts
+from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written, where
+from acclint.rules.program_facts import ProgramFacts, determinism_setting
 
 
 def _seeded(facts: ProgramFacts) -> bool:
@@ -22,6 +22,7 @@ class DeterministicAlgorithmsOff(EffectRule):
     summary = "torch.use_deterministic_algorithms(True) is not switched on"
     frameworks = ("torch",)
     effect = "deterministic-algorithms"
+    off_consequence = "nondeterministic kernels make two runs of the same side differ."
     doc = RuleDoc(
         what="Reports a PyTorch training entry point that never calls `torch.use_deterministic_algorithms(True)` "
         "(directly, through a helper such as `transformers.enable_full_determinism`, or via MindSpeed's "
@@ -87,15 +88,15 @@ class DeterministicAlgorithmsOff(EffectRule):
         return "call torch.use_deterministic_algorithms(True) at the start of the entry point"
 
 
-class CudnnBenchmark(ProgramRule):
+class CudnnBenchmark(ExplicitRule):
     code = "ACL202"
     name = "cudnn-benchmark"
     category = "determinism"
     severity = "warning"
     summary = "cudnn.benchmark = True picks convolution algorithms by timing"
-    frameworks = ("torch",)
     doc = RuleDoc(
-        what="Reports `torch.backends.cudnn.benchmark = True` in code a training entry point runs.",
+        what="Reports `torch.backends.cudnn.benchmark = True` wherever it is written: in an entry point, a "
+        "backend-setup helper, or a module no scanned program reaches.",
         why="cuDNN then times several algorithms per input shape and keeps the fastest, which can differ "
         "between runs and machines; results change in the last bits and the GPU reference is not reproducible. "
         "The flag has no effect on NPU, so the two sides also differ in kind.",
@@ -119,6 +120,18 @@ class CudnnBenchmark(ProgramRule):
                 cudnn.benchmark = True  # expect: ACL202
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, "through a module alias"),
+        Example(
+            {
+                "setup_backend.py": """
+                    import torch
+
+
+                    def setup_backend():
+                        torch.backends.cudnn.benchmark = True  # expect: ACL202
+                """,
+            },
+            "in a helper that no scanned program calls",
+        ),
     )
     valid = (
         Example.script("""
@@ -129,19 +142,24 @@ class CudnnBenchmark(ProgramRule):
                 torch.backends.cudnn.benchmark = False
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """),
+        Example.script("""
+            import torch
+
+
+            def setup_backend(args):
+                torch.backends.cudnn.benchmark = args.benchmark
+        """, "not written as True: a setting the user chooses at launch"),
     )
 
-    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
-        for step in ctx.program.flow:
-            fact = step.fact
-            if isinstance(fact, Assignment) and "torch.backends.cudnn.benchmark" in fact.names \
-                    and fact.value.literal is not False and fact.value.literal != 0:
-                ctx.report(self, step.file, fact.node, "cudnn.benchmark = True lets cuDNN choose convolution "
-                           "algorithms by timing: results differ between runs.",
-                           fix="torch.backends.cudnn.benchmark = False")
+    def written(self, facts):
+        for fact in facts.assignments:
+            value = fact.value.literal
+            if "torch.backends.cudnn.benchmark" in fact.names and fact.value.is_literal and value not in (False, 0, None):
+                yield Written(fact.node, "cudnn.benchmark = True lets cuDNN choose convolution algorithms by timing: "
+                              "results differ between runs.", "torch.backends.cudnn.benchmark = False")
 
 
-class CudnnDeterministicUnset(ProgramRule):
+class CudnnDeterministicUnset(ExplicitRule, ProgramRule):
     code = "ACL203"
     name = "cudnn-deterministic-unset"
     category = "determinism"
@@ -149,7 +167,8 @@ class CudnnDeterministicUnset(ProgramRule):
     summary = "cuDNN layers on CUDA without cudnn.deterministic = True"
     frameworks = ("torch",)
     doc = RuleDoc(
-        what="Reports the first cuDNN-backed layer (convolutions, RNNs) of a program that runs on CUDA when neither "
+        what="Reports `torch.backends.cudnn.deterministic = False` wherever it is written, and the first cuDNN-backed "
+        "layer (convolutions, RNNs) of a program that runs on CUDA when neither "
         "`torch.backends.cudnn.deterministic = True` nor `torch.use_deterministic_algorithms(True)` is in force.",
         why="Even with benchmarking off, cuDNN may pick nondeterministic backward algorithms for convolutions "
         "(PyTorch randomness notes): gradients differ in the last bits from run to run on the GPU reference.",
@@ -164,6 +183,18 @@ class CudnnDeterministicUnset(ProgramRule):
                 conv = torch.nn.Conv2d(3, 8, 3).cuda()  # expect: ACL203
                 conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()
         """),
+        Example(
+            {
+                "backend.py": """
+                    import torch
+
+
+                    def configure():
+                        torch.backends.cudnn.deterministic = False  # expect: ACL203
+                """,
+            },
+            "switched off explicitly, in any file",
+        ),
     )
     valid = (
         Example.script("""
@@ -176,12 +207,22 @@ class CudnnDeterministicUnset(ProgramRule):
         """),
     )
 
+    def written(self, facts):
+        for fact in facts.assignments:
+            setting = determinism_setting(fact)
+            if setting is not None and setting[0] == "cudnn-deterministic" and not setting[1]:
+                yield Written(fact.node, "cudnn.deterministic = False lets cuDNN pick nondeterministic backward "
+                              "algorithms: gradients differ in the last bits from run to run.",
+                              "torch.backends.cudnn.deterministic = True")
+
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         layer = facts.uses.get("cudnn-layers")
         if layer is None or "cuda" not in facts.uses:
             return
         if "cudnn-deterministic" in facts.effects or "deterministic-algorithms" in facts.effects:
             return
+        if "cudnn-deterministic" in facts.effects_off:
+            return  # written explicitly: reported at that line
         ctx.report(self, layer.file, layer.fact.node, f"{layer.fact.callee} runs on cuDNN and "
                    "cudnn.deterministic is not set: its backward algorithm may be nondeterministic.",
                    fix="torch.backends.cudnn.deterministic = True")
@@ -386,6 +427,7 @@ class MindSporeDeterministicOff(EffectRule):
     summary = "MindSpore deterministic computing is not switched on"
     frameworks = ("mindspore",)
     effect = "mindspore-deterministic"
+    off_consequence = "Ascend kernels and collectives use nondeterministic implementations."
     doc = RuleDoc(
         what="Reports a MindSpore training entry point that never calls `mindspore.set_deterministic(True)` "
         "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off.",

@@ -109,23 +109,43 @@ def _switch(arg) -> Optional[bool]:
     return True
 
 
-def _determinism_call(step: Step, call: Call, out: ProgramFacts) -> None:
-    names = call.names
+def determinism_setting(fact) -> Optional[tuple]:
+    """(effect, on, what) for a call or an assignment that switches a determinism setting, or None.
+    One place for this knowledge: programs record it, and rules report an explicit switch-off
+    wherever it is written."""
+    names = fact.names
+    if isinstance(fact, Assignment):
+        if "torch.backends.cudnn.deterministic" in names:
+            value = fact.value.literal
+            return "cudnn-deterministic", value is not False and value != 0, "torch.backends.cudnn.deterministic"
+        return None
     if "torch.use_deterministic_algorithms" in names:
-        _set(out, "deterministic-algorithms", _switch(call.arg("mode", 0)), Source(step=step, what="torch.use_deterministic_algorithms"))
+        switch, what = _switch(fact.arg("mode", 0)), "torch.use_deterministic_algorithms"
+        effect = "deterministic-algorithms"
     elif "mindspore.set_context" in names:
-        switch = _switch(call.arg("deterministic"))
-        if switch is not None:
-            _set(out, "mindspore-deterministic", switch, Source(step=step, what="mindspore.set_context(deterministic=...)"))
+        switch, what = _switch(fact.arg("deterministic")), "mindspore.set_context(deterministic=...)"
+        effect = "mindspore-deterministic"
     elif "mindspore.set_deterministic" in names:
-        _set(out, "mindspore-deterministic", _switch(call.arg("deterministic", 0)), Source(step=step, what="mindspore.set_deterministic"))
+        switch, what = _switch(fact.arg("deterministic", 0)), "mindspore.set_deterministic"
+        effect = "mindspore-deterministic"
+    else:
+        return None
+    return (effect, switch, what) if switch is not None else None
+
+
+def _determinism_call(step: Step, call: Call, out: ProgramFacts) -> None:
+    _record_setting(step, out)
 
 
 def _determinism_assignment(step: Step, assignment: Assignment, out: ProgramFacts) -> None:
-    if "torch.backends.cudnn.deterministic" in assignment.names:
-        value = assignment.value.literal
-        on = value is not False and value != 0
-        _set(out, "cudnn-deterministic", on, Source(step=step, what="torch.backends.cudnn.deterministic"))
+    _record_setting(step, out)
+
+
+def _record_setting(step: Step, out: ProgramFacts) -> None:
+    setting = determinism_setting(step.fact)
+    if setting is not None:
+        effect, on, what = setting
+        _set(out, effect, on, Source(step=step, what=what))
 
 
 def _set(out: ProgramFacts, effect: str, on: Optional[bool], source: Source) -> None:
