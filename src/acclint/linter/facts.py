@@ -36,6 +36,7 @@ class Value:
     literal: Any = NOT_LITERAL
     dotted: Optional[str] = None
     names: frozenset = frozenset()
+    choices: tuple = ()  # literal branches of `a if test else b` (e.g. "cuda", "cpu")
 
     @property
     def is_literal(self) -> bool:
@@ -49,6 +50,16 @@ class Arg:
     star: str = ""  # "*" or "**" for unpacked arguments
 
 
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """The test of an `if` a fact sits under, when it is a plain (dotted) name:
+    `if args.seed is not None:` is Guard("args.seed", "not-none"), `if cfg.seed:` Guard("cfg.seed", "truthy").
+    The `else` of `if x is None:` / `if not x:` carries the same guard as the body of the opposite test."""
+
+    dotted: str
+    form: str  # "not-none" | "truthy"
+
+
 @dataclass(slots=True)
 class Call:
     node: int
@@ -59,6 +70,7 @@ class Call:
     in_main: bool  # inside the module-level `if __name__ == "__main__":` block
     assigned_to: Optional[str] = None  # `x = Foo(...)` records "x"
     names: frozenset = frozenset()  # qualified names of the callee (filled after the pass)
+    guards: tuple = ()  # Guards of the enclosing `if`s in this function, outermost first
 
     def arg(self, keyword: str, position: Optional[int] = None) -> Optional[Arg]:
         """The argument passed by keyword, or at `position` if passed positionally."""
@@ -124,6 +136,8 @@ class ClassDef:
     qualname: str
     bases: tuple  # Values (dotted + names)
     order: int
+    # Class-body defaults `seed: Optional[int] = None` / `seed = field(default=None)`: name -> Value.
+    fields: dict = field(default_factory=dict)
 
 
 @dataclass(eq=False)  # identity: one record per file

@@ -119,6 +119,35 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
     return bool(names and strings)
 
 
+def _guards(test: cst.BaseExpression) -> tuple:
+    """(guards of the body, guards of the else branch) for a test on a plain name."""
+    kind = type(test)
+    if kind is cst.Name or kind is cst.Attribute:
+        dotted = dotted_name(test)
+        return ((F.Guard(dotted, "truthy"),), ()) if dotted else ((), ())
+    if kind is cst.UnaryOperation and isinstance(test.operator, cst.Not):
+        body, orelse = _guards(test.expression)
+        return orelse, body
+    if kind is cst.Comparison and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        dotted = dotted_name(test.left)
+        if dotted and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            guard = (F.Guard(dotted, "not-none"),)
+            if isinstance(target.operator, (cst.IsNot, cst.NotEqual)):
+                return guard, ()
+            if isinstance(target.operator, (cst.Is, cst.Equal)):
+                return (), guard
+        return (), ()
+    if kind is cst.BooleanOperation and isinstance(test.operator, cst.And):
+        left, right = _guards(test.left), _guards(test.right)
+        return left[0] + right[0], ()
+    return (), ()
+
+
+def _guarded(state: "_State", guards: tuple) -> "_State":
+    return dataclasses.replace(state, guards=state.guards + guards) if guards else state
+
+
 def _catches_import_error(node: cst.Try) -> bool:
     for handler in node.handlers:
         if handler.type is None:
@@ -138,6 +167,7 @@ class _State:
     owner: Optional[str] = None  # class whose body we are in
     in_main: bool = False
     in_fallback: bool = False
+    guards: tuple = ()  # F.Guards of the enclosing `if`s (reset at each function)
 
 
 class _Restore:
@@ -172,6 +202,8 @@ class FileWalker:
         value = F.Value(literal=literal(node), dotted=dotted_name(node))
         if value.dotted:
             self.value_nodes.append(value)
+        elif type(node) is cst.IfExp:
+            value.choices = (literal(node.body), literal(node.orelse))
         return value
 
     # -- the walk ----------------------------------------------------------------------------
@@ -233,6 +265,7 @@ class FileWalker:
             order=self._next_order(),
             in_main=state.in_main,
             assigned_to=assigned_to,
+            guards=state.guards,
         )
         self.facts.calls.append(call)
         return state
@@ -276,6 +309,8 @@ class FileWalker:
             if isinstance(target, cst.Name):
                 if value_dotted is not None:
                     self.aliases.append((target.value, value_dotted))
+                if state.owner is not None and state.scope == state.owner:
+                    self._field(state.owner, target.value, value)
             elif isinstance(target, cst.Attribute):
                 self.facts.assignments.append(
                     F.Assignment(
@@ -294,6 +329,16 @@ class FileWalker:
             stack.append(_AssignedCall(targets[0].value, value))
             return None
         return state
+
+    def _field(self, owner: str, name: str, value: cst.BaseExpression) -> None:
+        """A class-body default; `field(default=x)` (dataclasses, pydantic) counts as `x`."""
+        if isinstance(value, cst.Call) and callee_text(value.func).rsplit(".", 1)[-1] in ("field", "Field"):
+            default = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "default"),
+                           None)
+            if default is None:
+                return
+            value = default
+        self.facts.classes[owner].fields[name] = self._value(value)
 
     def _subscript_write(self, node, target: cst.Subscript, value, state: _State) -> None:
         base = dotted_name(target.value)
@@ -317,7 +362,7 @@ class FileWalker:
         self.facts.functions[qualname] = F.FunctionDef(
             node=self._node(node), qualname=qualname, owner=state.owner, order=self._next_order()
         )
-        inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main)
+        inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main, guards=())
         # Decorators and defaults run in the enclosing scope; the body in the function's own.
         self._children_in(node, ("body",), state, inner, stack)
         self._children_in(node, ("decorators", "params", "returns"), state, state, stack)
@@ -329,7 +374,7 @@ class FileWalker:
         self.facts.classes[qualname] = F.ClassDef(
             node=self._node(node), qualname=qualname, bases=bases, order=self._next_order()
         )
-        inner = dataclasses.replace(state, scope=qualname, owner=qualname)
+        inner = dataclasses.replace(state, scope=qualname, owner=qualname, guards=())
         self._children_in(node, ("body",), state, inner, stack)
         self._children_in(node, ("decorators", "bases", "keywords"), state, state, stack)
         return None
@@ -339,6 +384,12 @@ class FileWalker:
             self.facts.main_guard = self._node(node.test)  # one line, not the whole block
             self._children_in(node, ("orelse",), state, state, stack)
             self._children_in(node, ("body",), state, dataclasses.replace(state, in_main=True), stack)
+            self._children_in(node, ("test",), state, state, stack)
+            return None
+        body, orelse = _guards(node.test)
+        if body or orelse:
+            self._children_in(node, ("orelse",), state, _guarded(state, orelse), stack)
+            self._children_in(node, ("body",), state, _guarded(state, body), stack)
             self._children_in(node, ("test",), state, state, stack)
             return None
         return state
