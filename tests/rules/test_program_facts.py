@@ -297,3 +297,31 @@ def test_npu_launch_evidence(tmp_path, script, evidence):
         assert found is None
     else:
         assert found is not None and evidence in found
+
+
+def test_a_helper_seeding_only_the_current_device_is_not_missed_when_all_devices_are_seeded(tmp_path):
+    files = {
+        "train.py": "import torch\nfrom utils import seed_all\n\nif __name__ == '__main__':\n"
+                    "    torch.manual_seed(0)\n    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n",
+        "utils.py": "import torch\n\ndef seed_all(seed):\n    torch.npu.manual_seed(seed)\n",
+    }
+    assert findings(tmp_path, files, "ACL107") == []
+    files["train.py"] = files["train.py"].replace("torch.manual_seed(0)", "torch.cuda.manual_seed_all(0)")
+    assert len(findings(tmp_path, files, "ACL107")) == 1
+
+
+def test_an_imported_modules_main_block_does_not_run(tmp_path):
+    facts, _ = facts_for(tmp_path, {
+        "train.py": "import torch\nimport models\n\nif __name__ == '__main__':\n" + "".join(
+            "    " + line + "\n" for line in TRAIN_TAIL.splitlines()),
+        "models.py": "import torch\n\nif __name__ == '__main__':\n    torch.manual_seed(0)\n    net = torch.nn.Linear(2, 2)\n",
+    })
+    assert "torch-cpu" not in facts.seeded
+    assert facts.first_model.file.path == "train.py"
+
+
+def test_facts_keep_source_order_across_if_and_else(tmp_path):
+    _, program = facts_for(tmp_path, {"train.py": (
+        "import torch\n\nif flag:\n    a()\nelse:\n    b()\nc(d(), e())\n" + TRAIN_TAIL)})
+    calls = sorted(program.entry.calls, key=lambda c: c.order)
+    assert [c.callee for c in calls][:5] == ["a", "b", "c", "d", "e"]

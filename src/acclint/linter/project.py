@@ -286,7 +286,10 @@ class _FlowBuilder:
 
     def run_scope(self, file: FileFacts, scope: str, depth: int) -> None:
         types: dict = {}
+        imported = depth > 0 and scope == MODULE_SCOPE
         for fact in _scope_facts(file, scope):
+            if imported and fact.in_main:
+                continue  # an imported module's `if __name__ == "__main__":` block does not run
             self.flow.append(Step(file, fact, depth, len(self.flow)))
             if not isinstance(fact, Call) or depth >= _MAX_DEPTH:
                 continue

@@ -35,9 +35,11 @@ def _code_fields(node_type: type) -> tuple:
         if issubclass(node_type, _LEAVES):
             fields = ()
         else:
+            # Last field first: pushed on a stack, the first field (an `if`'s body before its
+            # `else`) then comes off first, so facts keep source order.
             fields = tuple(
                 f.name
-                for f in dataclasses.fields(node_type)
+                for f in reversed(dataclasses.fields(node_type))
                 if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
             )
         _FIELDS[node_type] = fields

@@ -39,6 +39,11 @@ def _uncalled_seeders(ctx: ProgramContext, facts: ProgramFacts) -> list:
     return found
 
 
+def _is_seeded(facts: ProgramFacts, generator: str) -> bool:
+    """Seeding every device (`npu`) also seeds the current one (`npu-current`)."""
+    return generator in facts.seeded or generator.endswith("-current") and generator[:-len("-current")] in facts.seeded
+
+
 class UnseededGenerator(ProgramRule):
     """A generator the program never seeds. Warning when the program visibly draws from it."""
 
@@ -566,7 +571,7 @@ class SeedHelperNeverCalled(ProgramRule):
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         for file, function, covers in _uncalled_seeders(ctx, facts):
-            unseeded = sorted(g for g in covers if g not in facts.seeded)
+            unseeded = sorted(g for g in covers if not _is_seeded(facts, g))
             if unseeded:
                 ctx.report(self, file, function.node,
                            f"`{function.qualname}` seeds {', '.join(unseeded)} but {ctx.program.entry.path} never "
