@@ -9,6 +9,7 @@ from typing import Optional
 
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import NOT_LITERAL, Guard
+from acclint.rules.memo import per_program
 
 # argparse actions whose default is not None when `default=` is not given.
 _ACTION_DEFAULTS = {"store_true": False, "store_false": True}
@@ -49,10 +50,7 @@ def _off(default: object, form: str) -> bool:
 
 
 def _declarations(ctx: ProgramContext) -> tuple:
-    cached = ctx.cache.get("declarations")
-    if cached is None:
-        cached = ctx.cache["declarations"] = _collect(ctx)
-    return cached
+    return per_program(ctx, "declarations", _collect)
 
 
 def _collect(ctx: ProgramContext) -> tuple:

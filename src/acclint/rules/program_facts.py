@@ -12,6 +12,7 @@ from acclint.linter.context import ProgramContext
 from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWrite, Guard
 from acclint.linter.project import Program, Step
 from acclint.rules.flags import OffByDefault, off_by_default
+from acclint.rules.memo import per_program
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,7 @@ class ProgramFacts:
 
 
 def program_facts(ctx: ProgramContext) -> ProgramFacts:
-    cached = ctx.cache.get("program_facts")
-    if cached is None:
-        cached = ctx.cache["program_facts"] = _compute(ctx)
-    return cached
+    return per_program(ctx, "program_facts", _compute)
 
 
 def _compute(ctx: ProgramContext) -> ProgramFacts:

@@ -587,7 +587,11 @@ class SeedAfterModel(ProgramRule):
     summary = "The seed is set only after the model is constructed"
     doc = RuleDoc(
         what="Reports a seed call (torch or MindSpore) that runs after the first model construction in the "
-        "program's execution order, following local functions and classes.",
+        "program's execution order, following local functions and classes. A model construction draws weights: "
+        "a weighted `torch.nn` / `mindspore.nn` layer (`nn.Linear`, `nn.Conv2d`, `nn.Dense`, ... also inside "
+        "`nn.Sequential`), a library factory (`torchvision.models.*`, `timm.create_model`, `from_pretrained`, "
+        "whose new heads are drawn at random), or a local Module/Cell subclass whose construction builds one. "
+        "Losses, activations, configs and Megatron ModuleSpec builders are not models.",
         why="The model's initial weights were drawn before the generator was seeded, so they differ between "
         "runs and between the GPU and NPU sides even though the script is 'seeded'. Parity checks start by "
         "comparing initial weights; they fail here first.",
