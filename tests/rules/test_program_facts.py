@@ -325,3 +325,25 @@ def test_facts_keep_source_order_across_if_and_else(tmp_path):
         "import torch\n\nif flag:\n    a()\nelse:\n    b()\nc(d(), e())\n" + TRAIN_TAIL)})
     calls = sorted(program.entry.calls, key=lambda c: c.order)
     assert [c.callee for c in calls][:5] == ["a", "b", "c", "d", "e"]
+
+
+def test_a_config_object_attribute_is_not_matched_to_an_argparse_flag(tmp_path):
+    # MindFormers: `self.config.seed` comes from a YAML file; `--seed` (default None) only overrides it.
+    source = ("import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--seed', type=int)\n\n"
+              "class Trainer:\n    def __init__(self, config):\n        self.config = config\n"
+              "        if self.config.seed:\n            torch.manual_seed(self.config.seed)\n\n"
+              "if __name__ == '__main__':\n    Trainer(None)\n" + "".join("    " + l + "\n" for l in TRAIN_TAIL.splitlines()))
+    assert findings(tmp_path, {"train.py": source}, "ACL109") == []
+    assert len(findings(tmp_path, {"train.py": source.replace("self.config.seed:", "args.seed:")}, "ACL109")) == 1
+
+
+def test_a_seed_helper_only_library_code_imports_is_not_acl107(tmp_path):
+    files = {
+        "train.py": "import torch\nfrom lib.trainer import fit\n\nif __name__ == '__main__':\n    fit()\n",
+        "lib/trainer.py": "import torch\nfrom lib.utils import set_seed\n\n"
+                          "def fit():\n    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n",
+        "lib/utils.py": "import random\n\ndef set_seed(seed):\n    random.seed(seed)\n",
+    }
+    assert findings(tmp_path, files, "ACL107") == []
+    files["train.py"] = files["train.py"].replace("from lib.trainer import fit", "from lib.trainer import fit\nfrom lib.utils import set_seed")
+    assert [f.path for f in findings(tmp_path, files, "ACL107")] == ["lib/utils.py"]

@@ -33,9 +33,11 @@ def off_by_default(ctx: ProgramContext, guard: Guard) -> Optional[Declared]:
     of that name does; None when it is on by default or its default cannot be seen."""
     if "." not in guard.dotted:
         return None  # a plain local (often a parameter): its value comes from the caller
-    key = guard.dotted.rsplit(".", 1)[1]
+    receiver, key = guard.dotted.rsplit(".", 1)
     flags, fields = _declarations(ctx)
-    found = flags.get(key) or fields.get(key)
+    # Parsed flags live in a plain local (`args.seed`, `opt.seed`); `self.config.seed` is
+    # usually a config file's value that a flag only overrides, so only declared fields count.
+    found = (flags.get(key) if "." not in receiver else None) or fields.get(key)
     if not found or not all(_off(d.default, guard.form) for d in found):
         return None
     return found[0]

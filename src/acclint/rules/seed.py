@@ -7,35 +7,35 @@ from typing import ClassVar
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
-from acclint.linter.facts import Call
+from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, where
 from acclint.rules.program_facts import ProgramFacts, first_model_label
 
 
 def _uncalled_seeders(ctx: ProgramContext, facts: ProgramFacts) -> list:
-    """Local functions of the program's files that seed something but are never reached.
-
-    Only those the entry script defines or that a reached file imports by name: a helper in
-    a library that nothing here asked for says nothing about this program.
-    """
+    """Local functions that seed something, that the entry script defines or imports by name,
+    and that the program never reaches. A helper that only library code imports says nothing
+    about this program (MindSpeed-LLM registers its seed_all as a patch; MindFormers calls its
+    set_seed through a trainer acclint does not follow)."""
     seeders = table("seeding")["seeders"]
-    program = ctx.program
-    imported = {(imp.name or imp.bound) for f in program.files for imp in f.imports}
+    program, entry = ctx.program, ctx.program.entry
+    candidates = [(entry, function) for function in entry.functions.values()]
+    for imp in entry.imports:
+        target = ctx.project.local_target(entry, imp.bound, MODULE_SCOPE, {}) if imp.name not in (None, "*") else None
+        if target is not None and isinstance(target[1], FunctionDef) and target[0] is not entry:
+            candidates.append(target)
     found = []
-    for file in program.files:
-        for function in file.functions.values():
-            if (file.abspath, function.qualname) in program.reached_functions:
-                continue
-            if file is not program.entry and function.qualname.split(".")[0] not in imported:
-                continue
-            covers = set()
-            for call in file.calls:
-                if call.scope == function.qualname:
-                    for name in call.names:
-                        covers.update(seeders.get(name, {}).get("covers", ()))
-            if covers:
-                found.append((file, function, covers))
+    for file, function in candidates:
+        if (file.abspath, function.qualname) in program.reached_functions:
+            continue
+        covers = set()
+        for call in file.calls:
+            if call.scope == function.qualname:
+                for name in call.names:
+                    covers.update(seeders.get(name, {}).get("covers", ()))
+        if covers:
+            found.append((file, function, covers))
     return found
 
 
