@@ -77,6 +77,16 @@ def test_what_is_not_taken_for_an_unreadable_seeder(tmp_path, source):
     assert "torch-cpu" not in facts.seeded
 
 
+def test_a_star_import_from_an_unreadable_module_is_guessed_and_a_local_one_is_read(tmp_path):
+    facts, _ = facts_for(tmp_path, {"train.py": "import torch\nfrom lab.utils import *\ninit_seeds(1)\n" + TRAIN_TAIL})
+    assert "torch-cpu" in facts.seeded
+    facts, _ = facts_for(tmp_path, {
+        "train.py": "import torch\nfrom lab.utils import *\ninit_seeds(1)\n" + TRAIN_TAIL,
+        "lab/utils.py": "import numpy as np\n\ndef init_seeds(seed):\n    np.random.seed(seed)\n",
+    })
+    assert "torch-cpu" not in facts.seeded
+
+
 def test_a_local_helper_is_read_not_guessed(tmp_path):
     facts, _ = facts_for(tmp_path, {
         "train.py": "import torch\nfrom utils.seeding import seed_everything\nseed_everything(1)\n" + TRAIN_TAIL,

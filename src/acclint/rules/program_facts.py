@@ -143,18 +143,28 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def _unseen_helper(ctx: ProgramContext, step: Step, call: Call) -> Optional[str]:
     """The qualified name of an imported function named like a seeder that acclint cannot read."""
-    if not call.names:
-        return None  # not imported: a local name, a method on an object, or unknown
     method = _CAMEL.sub("_", call.method).lower()
     if not _unseen_pattern().fullmatch(method):
         return None
+    names = call.names or _star_imported(ctx, step, call)
+    if not names:
+        return None  # not imported: a local name, a method on an object, or unknown
     frameworks = table("seeding")["unseen_helpers"]["framework_packages"]
-    names = sorted(n for n in call.names if n.split(".", 1)[0] not in frameworks)
+    names = sorted(n for n in names if n.split(".", 1)[0] not in frameworks)
     if not names:
         return None
     if ctx.project.local_target(step.file, call.callee, call.scope, {}) is not None:
         return None  # a local definition: the flow follows it and sees what it really seeds
     return names[0]
+
+
+def _star_imported(ctx: ProgramContext, step: Step, call: Call) -> frozenset:
+    """`init_seeds()` after `from utils.general import *` of a module acclint cannot read."""
+    if "." in call.callee or call.callee in step.file.functions or call.callee in step.file.classes:
+        return frozenset()
+    return frozenset(f"{imp.module}.{call.callee}" for imp in step.file.imports
+                     if imp.name == "*" and not imp.module.startswith(".")
+                     and ctx.project.module_file(step.file, imp.module) is None)
 
 
 _TRUTHY_STRINGS = {"on", "true", "1"}
