@@ -357,3 +357,25 @@ def test_a_seed_helper_only_library_code_imports_is_not_acl107(tmp_path):
     assert findings(tmp_path, files, "ACL107") == []
     files["train.py"] = files["train.py"].replace("from lib.trainer import fit", "from lib.trainer import fit\nfrom lib.utils import set_seed")
     assert [f.path for f in findings(tmp_path, files, "ACL107")] == ["lib/utils.py"]
+
+
+MINDSPEED_RECIPE = """#!/bin/bash
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+NPUS_PER_NODE=8
+DISTRIBUTED_ARGS="--nproc_per_node $NPUS_PER_NODE --nnodes 1"
+GPT_ARGS="--use-mcore-models --use-flash-attn --use-fused-rmsnorm --normalization RMSNorm"
+torchrun $DISTRIBUTED_ARGS pretrain_gpt.py $GPT_ARGS --distributed-backend nccl
+"""
+PRETRAIN = ("from megatron.training import pretrain\n\n\ndef model_provider():\n    pass\n\n\n"
+            "if __name__ == '__main__':\n    pretrain(None, model_provider, None, None)\n")
+
+
+def test_mindspeed_recipe_launching_a_scanned_program_gives_acl205(tmp_path):
+    files = {"pretrain_gpt.py": PRETRAIN, "pretrain_llama2_7b_ptd.sh": MINDSPEED_RECIPE}
+    (found,) = findings(tmp_path, files, "ACL205")
+    assert (found.path, found.line) == ("pretrain_llama2_7b_ptd.sh", 6) and "NPUS_PER_NODE" in found.message
+    files["pretrain_llama2_7b_ptd.sh"] = MINDSPEED_RECIPE.replace("NPUS_PER_NODE", "GPUS_PER_NODE").replace(
+        " --use-fused-rmsnorm", "")
+    assert findings(tmp_path, files, "ACL205") == []  # the same recipe on GPUs (Megatron-LM flags only)
+    files["pretrain_llama2_7b_ptd.sh"] = MINDSPEED_RECIPE.replace("NPUS_PER_NODE=8", "NPUS_PER_NODE=8\nexport HCCL_DETERMINISTIC=true")
+    assert findings(tmp_path, files, "ACL205") == []
