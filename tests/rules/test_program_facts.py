@@ -379,3 +379,9 @@ def test_mindspeed_recipe_launching_a_scanned_program_gives_acl205(tmp_path):
     assert findings(tmp_path, files, "ACL205") == []  # the same recipe on GPUs (Megatron-LM flags only)
     files["pretrain_llama2_7b_ptd.sh"] = MINDSPEED_RECIPE.replace("NPUS_PER_NODE=8", "NPUS_PER_NODE=8\nexport HCCL_DETERMINISTIC=true")
     assert findings(tmp_path, files, "ACL205") == []
+
+
+def test_megatron_determinism_env_helper_sets_the_cublas_workspace(tmp_path):
+    facts, _ = facts_for(tmp_path, {"train.py": "import os\nimport torch\nfrom megatron.training.determinism import "
+                                    "apply_determinism_env\napply_determinism_env(os.environ)\n" + TRAIN_TAIL})
+    assert set(facts.effects) == {"cublas-workspace"} and facts.seeded == {}
