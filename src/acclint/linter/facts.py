@@ -46,6 +46,7 @@ class Value:
     # For conditions (comparisons, and/or/not, `a if c else b`): the string literals and dotted
     # names they mention, e.g. {"cuda", "device.type"}.
     mentions: frozenset = frozenset()
+    choices: tuple = ()  # literal branches of `a if test else b` (e.g. "cuda", "cpu")
 
     @property
     def is_literal(self) -> bool:
@@ -63,6 +64,16 @@ class Arg:
     star: str = ""  # "*" or "**" for unpacked arguments
 
 
+@dataclass(frozen=True, slots=True)
+class FlagGuard:
+    """The test of an `if` a fact sits under, when it is a plain (dotted) name:
+    `if args.seed is not None:` is FlagGuard("args.seed", "not-none"), `if cfg.seed:` FlagGuard("cfg.seed", "truthy").
+    The `else` of `if x is None:` / `if not x:` carries the same guard as the body of the opposite test."""
+
+    dotted: str
+    form: str  # "not-none" | "truthy"
+
+
 @dataclass(slots=True)
 class Call:
     node: int
@@ -76,6 +87,7 @@ class Call:
     in_loop: bool = False  # inside a `for`/`while` body of its own function
     guard: Optional["Guard"] = None  # the innermost `if` (or `a if c else b`) it runs under
     receiver: Optional[Value] = None  # for `expr.method(...)`: the summarised `expr`
+    flag_guards: tuple = ()  # FlagGuards of the enclosing `if`s in this function, outermost first
 
     def arg(self, keyword: str, position: Optional[int] = None) -> Optional[Arg]:
         """The argument passed by keyword, or at `position` if passed positionally."""
@@ -160,6 +172,8 @@ class ClassDef:
     qualname: str
     bases: tuple  # Values (dotted + names)
     order: int
+    # Class-body defaults `seed: Optional[int] = None` / `seed = field(default=None)`: name -> Value.
+    fields: dict = field(default_factory=dict)
 
 
 @dataclass(eq=False)  # identity: one record per file

@@ -14,6 +14,7 @@ from typing import Iterator, Optional
 
 from acclint.knowledge import table
 from acclint.linter.facts import MODULE_SCOPE, Call, ClassDef, FileFacts, FunctionDef
+from acclint.linter.models import builds_weights
 
 # Bound on inlining depth: deeper chains add nothing a rule needs and cost time.
 _MAX_DEPTH = 12
@@ -114,6 +115,8 @@ def trains(facts, builds_model=None) -> bool:
 
 
 def _is_layer(call: Call) -> bool:
+    if builds_weights(call.names):
+        return True
     packages = _training_table()["models"]["layer_packages"]
     for name in call.names:
         package, _, member = name.rpartition(".")
@@ -454,7 +457,7 @@ class _FlowBuilder:
         types: dict = {}
         for fact in _scope_facts(file, scope):
             if imported and fact.in_main:
-                continue
+                continue  # an imported module's `if __name__ == "__main__":` block does not run
             self.flow.append(Step(file, fact, depth, len(self.flow)))
             if not isinstance(fact, Call) or depth >= _MAX_DEPTH:
                 continue

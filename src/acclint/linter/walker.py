@@ -37,9 +37,11 @@ def _code_fields(node_type: type) -> tuple:
         if issubclass(node_type, _LEAVES):
             fields = ()
         else:
+            # Last field first: pushed on a stack, the first field (an `if`'s body before its
+            # `else`) then comes off first, so facts keep source order.
             fields = tuple(
                 f.name
-                for f in dataclasses.fields(node_type)
+                for f in reversed(dataclasses.fields(node_type))
                 if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
             )
         _FIELDS[node_type] = fields
@@ -200,6 +202,33 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
     return bool(names and strings)
 
 
+def _flag_guards(test: cst.BaseExpression) -> tuple:
+    """(flag guards of the body, of the else branch) for a test on a plain name."""
+    kind = type(test)
+    if kind is cst.Name or kind is cst.Attribute:
+        dotted = dotted_name(test)
+        return ((F.FlagGuard(dotted, "truthy"),), ()) if dotted else ((), ())
+    if kind is cst.UnaryOperation and isinstance(test.operator, cst.Not):
+        body, orelse = _flag_guards(test.expression)
+        return orelse, body
+    if kind is cst.Comparison and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        dotted = dotted_name(test.left)
+        if dotted and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            guard = (F.FlagGuard(dotted, "not-none"),)
+            if isinstance(target.operator, (cst.IsNot, cst.NotEqual)):
+                return guard, ()
+            if isinstance(target.operator, (cst.Is, cst.Equal)):
+                return (), guard
+        return (), ()
+    if kind is cst.BooleanOperation and isinstance(test.operator, cst.And):
+        left, right = _flag_guards(test.left), _flag_guards(test.right)
+        return left[0] + right[0], ()
+    return (), ()
+
+
+
+
 def _catches_import_error(node: cst.Try) -> bool:
     for handler in node.handlers:
         if handler.type is None:
@@ -221,6 +250,7 @@ class _State:
     in_fallback: bool = False
     in_loop: bool = False
     guard: Optional[F.Guard] = None
+    flag_guards: tuple = ()  # F.FlagGuards of the enclosing `if`s (reset at each function)
 
 
 class _Restore:
@@ -259,6 +289,8 @@ class FileWalker:
         elif isinstance(node, _CONDITIONS) and not (
                 type(node) is cst.UnaryOperation and type(node.operator) is not cst.Not):
             value.mentions = mentions(node)
+            if type(node) is cst.IfExp:
+                value.choices = (literal(node.body), literal(node.orelse))
         elif value.literal is F.NOT_LITERAL:
             self._chain_into(value, node)
         return value
@@ -335,6 +367,7 @@ class FileWalker:
             assigned_to=assigned_to,
             in_loop=state.in_loop,
             guard=state.guard,
+            flag_guards=state.flag_guards,
         )
         if call.callee.startswith("?."):  # a method on an expression; `a.b.m()` keeps `a.b` in callee
             call.receiver = self._value(node.func.value)
@@ -405,6 +438,8 @@ class FileWalker:
                     self.aliases.append((target.value, value_dotted))
                 elif isinstance(value, _CONSTANT_NODES):
                     self._constant(node, target.value, value, state)
+                if state.owner is not None and state.scope == state.owner:
+                    self._field(state.owner, target.value, value)
             elif isinstance(target, cst.Attribute):
                 self.facts.assignments.append(
                     F.Assignment(
@@ -423,6 +458,16 @@ class FileWalker:
             stack.append(_AssignedCall(targets[0].value, value))
             return None
         return state
+
+    def _field(self, owner: str, name: str, value: cst.BaseExpression) -> None:
+        """A class-body default; `field(default=x)` (dataclasses, pydantic) counts as `x`."""
+        if isinstance(value, cst.Call) and callee_text(value.func).rsplit(".", 1)[-1] in ("field", "Field"):
+            default = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "default"),
+                           None)
+            if default is None:
+                return
+            value = default
+        self.facts.classes[owner].fields[name] = self._value(value)
 
     def _constant(self, node, name: str, value, state: _State) -> None:
         found = literal(value)
@@ -457,7 +502,7 @@ class FileWalker:
                          for p in group),
         )
         inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main,
-                                    in_loop=False, guard=None)
+                                    in_loop=False, guard=None, flag_guards=())
         # Decorators and defaults run in the enclosing scope; the body in the function's own.
         self._children_in(node, ("body",), state, inner, stack)
         self._children_in(node, ("decorators", "params", "returns"), state, state, stack)
@@ -469,7 +514,7 @@ class FileWalker:
         self.facts.classes[qualname] = F.ClassDef(
             node=self._node(node), qualname=qualname, bases=bases, order=self._next_order()
         )
-        inner = dataclasses.replace(state, scope=qualname, owner=qualname)
+        inner = dataclasses.replace(state, scope=qualname, owner=qualname, flag_guards=())
         self._children_in(node, ("body",), state, inner, stack)
         self._children_in(node, ("decorators", "bases", "keywords"), state, state, stack)
         return None
@@ -486,8 +531,11 @@ class FileWalker:
     def _guarded(self, node, state: _State, stack: list):
         """`if`/`a if c else b`: the body runs under the test, the else side under its negation."""
         tested = mentions(node.test)
-        self._children_in(node, ("orelse",), state, dataclasses.replace(state, guard=F.Guard(tested, True)), stack)
-        self._children_in(node, ("body",), state, dataclasses.replace(state, guard=F.Guard(tested)), stack)
+        body_flags, orelse_flags = _flag_guards(node.test)
+        orelse = dataclasses.replace(state, guard=F.Guard(tested, True), flag_guards=state.flag_guards + orelse_flags)
+        body = dataclasses.replace(state, guard=F.Guard(tested), flag_guards=state.flag_guards + body_flags)
+        self._children_in(node, ("orelse",), state, orelse, stack)
+        self._children_in(node, ("body",), state, body, stack)
         self._children_in(node, ("test",), state, state, stack)
         return None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import Assignment, Call
@@ -251,6 +253,21 @@ class CublasWorkspaceMissing(ProgramRule):
                 m = torch.nn.Linear(2, 1).cuda()
                 m(torch.ones(2, device="cuda")).sum().backward()
         """),
+        Example.script("""
+            import argparse
+
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+
+
+            if __name__ == "__main__":
+                args = parser.parse_args()
+                torch.use_deterministic_algorithms(True)  # expect: ACL204
+                model = torch.nn.Linear(2, 1).to(args.device)
+                model(torch.ones(2).to(args.device)).sum().backward()
+        """, "a cuda default in argparse"),
     )
     valid = (
         Example.script("""
@@ -272,6 +289,26 @@ class CublasWorkspaceMissing(ProgramRule):
                 torch.use_deterministic_algorithms(True)
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, "CPU only"),
+        Example.script("""
+            import random
+
+            import numpy as np
+            import torch
+
+
+            def seed_everything(seed):
+                random.seed(seed)
+                np.random.seed(seed)
+                torch.manual_seed(seed)
+                if torch.cuda.is_available():
+                    torch.cuda.manual_seed_all(seed)
+                torch.use_deterministic_algorithms(True)
+
+
+            if __name__ == "__main__":
+                seed_everything(0)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "a seed helper that also seeds CUDA does not make a CPU-only program use CUDA"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -335,6 +372,37 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "an NPU launch script whose training script is not part of the scan",
         ),
+        Example(
+            {
+                "examples/mcore/llama2/pretrain_llama2_7b_ptd.sh": """
+                    #!/bin/bash
+                    export CUDA_DEVICE_MAX_CONNECTIONS=1
+
+                    NPUS_PER_NODE=8
+                    MASTER_ADDR=localhost
+                    MASTER_PORT=6000
+                    NNODES=1
+                    NODE_RANK=0
+
+                    DISTRIBUTED_ARGS="
+                        --nproc_per_node $NPUS_PER_NODE --nnodes $NNODES --node_rank $NODE_RANK
+                        --master_addr $MASTER_ADDR --master_port $MASTER_PORT
+                    "
+                    GPT_ARGS="
+                        --use-mcore-models
+                        --tensor-model-parallel-size 1
+                        --num-layers 32
+                        --use-flash-attn
+                        --use-fused-rmsnorm
+                        --use-fused-swiglu
+                        --normalization RMSNorm
+                        --bf16
+                    "
+                    torchrun $DISTRIBUTED_ARGS pretrain_gpt.py $GPT_ARGS --distributed-backend nccl  # expect: ACL205
+                """,
+            },
+            "a MindSpeed-LLM recipe: NPUS_PER_NODE and MindSpeed-only flags, no Ascend variable",
+        ),
     )
     valid = (
         Example(
@@ -362,6 +430,31 @@ class HcclDeterministicUnset(ProgramRule):
                 torch.distributed.init_process_group("nccl")
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, "NCCL on GPUs"),
+        Example(
+            {
+                "examples/gpt3/train_gpt3_175b_distributed.sh": """
+                    #!/bin/bash
+                    export CUDA_DEVICE_MAX_CONNECTIONS=1
+
+                    GPUS_PER_NODE=8
+                    DISTRIBUTED_ARGS="--nproc_per_node $GPUS_PER_NODE --nnodes 1"
+                    GPT_MODEL_ARGS="--num-layers 96 --hidden-size 12288 --use-mcore-models"
+                    TRAINING_ARGS="--micro-batch-size 1 --use-flash-attn --fp16 --distributed-backend nccl"
+                    torchrun $DISTRIBUTED_ARGS pretrain_gpt.py $GPT_MODEL_ARGS $TRAINING_ARGS
+                """,
+            },
+            "a plain Megatron-LM GPU recipe shares --use-flash-attn and --distributed-backend nccl",
+        ),
+        Example(
+            {
+                "tools/data_convert.sh": """
+                    #!/bin/bash
+                    source /usr/local/Ascend/ascend-toolkit/set_env.sh
+                    python ./preprocess_data.py --input ./dataset/train.parquet --workers 4
+                """,
+            },
+            "a single-process data tool in an NPU script",
+        ),
     )
 
     def _needs_hccl(self, facts: ProgramFacts) -> bool:
@@ -375,28 +468,38 @@ class HcclDeterministicUnset(ProgramRule):
             self.report_at_source(ctx, off, f"{off.describe()} leaves HCCL reductions nondeterministic.",
                                   "HCCL_DETERMINISTIC=true")
             return
-        npu_launch = [launch for shell, launch in ctx.program.launches if _ascend_shell(shell)]
+        npu_launch = [(launch, evidence) for shell, launch in ctx.program.launches
+                      if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
         if not self._needs_hccl(facts) and not npu_launch:
             return
-        launches = npu_launch or [launch for _, launch in ctx.program.launches]
-        for launch in launches:
-            ctx.report_shell(self, launch.span, self._message(), fix="export HCCL_DETERMINISTIC=true")
+        launches = npu_launch or [(launch, None) for _, launch in ctx.program.launches]
+        for launch, evidence in launches:
+            ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true")
         if not launches:
-            self.report_program(ctx, self._message(), "export HCCL_DETERMINISTIC=true in the launch script")
+            self.report_program(ctx, self._message(None), "export HCCL_DETERMINISTIC=true in the launch script")
 
     def check_shell(self, ctx: ProgramContext, shell) -> None:
         """NPU launch scripts whose training script is not part of the scan."""
-        if not _ascend_shell(shell) or _shell_sets(shell.script.final_env(), "HCCL_DETERMINISTIC"):
+        if _shell_sets(shell.script.final_env(), "HCCL_DETERMINISTIC"):
+            return
+        evidence = _ascend_evidence(shell)
+        if evidence is None:
             return
         for launch in shell.script.launches:
-            if launch.script and not _scanned_entry(ctx, shell, launch) and "npu-deterministic" not in launch.flags():
+            if launch.script and _multi_process(launch) and not _scanned_entry(ctx, shell, launch) \
+                    and "npu-deterministic" not in launch.flags():
                 if not _shell_sets(launch.effective_env(), "HCCL_DETERMINISTIC"):
-                    ctx.report_shell(self, launch.span, self._message(), fix="export HCCL_DETERMINISTIC=true")
+                    ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true")
 
     @staticmethod
-    def _message() -> str:
-        return ("HCCL_DETERMINISTIC is not set to true for this multi-card NPU run: HCCL reductions "
+    def _message(evidence: Optional[str]) -> str:
+        why = f" (an NPU launch: {evidence})" if evidence else ""
+        return (f"HCCL_DETERMINISTIC is not set to true for this multi-card NPU run{why}: HCCL reductions "
                 "(AllReduce/ReduceScatter) sum in a varying order.")
+
+
+def _multi_process(launch) -> bool:
+    return launch.launcher in table("npu_launch")["multi_process_launchers"]
 
 
 def _shell_sets(env: dict, name: str) -> bool:
@@ -405,14 +508,29 @@ def _shell_sets(env: dict, name: str) -> bool:
 
 
 def _ascend_shell(shell) -> bool:
-    hints = table("usage")["hccl"]
+    return _ascend_evidence(shell) is not None
+
+
+def _ascend_evidence(shell) -> Optional[str]:
+    """What in a launch script shows it starts an Ascend NPU run (knowledge/npu_launch.toml), or None."""
+    hints = table("npu_launch")
     script = shell.script
-    if any(l.launcher in hints["shell_launchers"] for l in script.launches):
-        return True
-    if any(name.startswith(tuple(hints["shell_env_prefixes"])) for name in script.variables):
-        return True
-    sources = list(script.sourced) + list(script.unresolved_sources)
-    return any(h in s.lower() for s in sources for h in hints["shell_source_hints"])
+    for launch in script.launches:
+        if launch.launcher in hints["launchers"]:
+            return f"it runs {launch.launcher}"
+    prefixes, names = tuple(hints["env_prefixes"]), set(hints["env_names"])
+    for name, assignment in script.variables.items():
+        if name in names or name.startswith(prefixes):
+            return f"it sets {name} at line {assignment.span.line}"
+    for source in (*script.sourced, *script.unresolved_sources):
+        if any(hint in source.lower() for hint in hints["source_hints"]):
+            return f"it sources {source}"
+    npu_only = set(hints["npu_only_flags"])
+    for launch in script.launches:
+        flag = next((f for f in launch.flags() if f in npu_only), None)
+        if flag is not None:
+            return f"it passes the MindSpeed flag --{flag}"
+    return None
 
 
 def _scanned_entry(ctx: ProgramContext, shell, launch) -> bool:

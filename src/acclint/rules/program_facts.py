@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
-from acclint.linter.facts import Assignment, Call, ClassDef, EnvWrite
+from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWrite, FlagGuard
+from acclint.linter.models import builds_weights
 from acclint.linter.project import Program, Step
+from acclint.rules.flags import OffByDefault, off_by_default
+from acclint.rules.memo import per_program
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,16 @@ class Source:
         return self.what
 
 
+@dataclass(frozen=True)
+class OptionalSeed:
+    """A seeding call that runs only when a flag or config field, off by default, is given."""
+
+    source: Source
+    covers: frozenset
+    guard: FlagGuard
+    default: OffByDefault
+
+
 @dataclass
 class ProgramFacts:
     seeded: dict = field(default_factory=dict)  # generator -> Source (first seeding)
@@ -36,13 +51,14 @@ class ProgramFacts:
     uses: dict = field(default_factory=dict)  # usage -> Step showing it
     imports: set = field(default_factory=set)  # top-level packages imported by reached files
     first_model: Optional[Step] = None
+    # Seeding that the default run skips (`if args.seed is not None:` with --seed defaulting to None),
+    # and the generators some seeding call covers whatever the flags.
+    optional_seeds: list = field(default_factory=list)
+    always_seeded: set = field(default_factory=set)
 
 
 def program_facts(ctx: ProgramContext) -> ProgramFacts:
-    cached = ctx.cache.get("program_facts")
-    if cached is None:
-        cached = ctx.cache["program_facts"] = _compute(ctx)
-    return cached
+    return per_program(ctx, "program_facts", _compute)
 
 
 def _compute(ctx: ProgramContext) -> ProgramFacts:
@@ -52,16 +68,22 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
     for file in program.files:
         for targets in file.bindings.values():
             out.imports.update(t.split(".", 1)[0] for t in targets)
+    models = _ModelFinder(ctx)
+    caller_guards: dict = {}  # depth -> guards in force at the latest call of that depth
     for step in program.flow:
         fact = step.fact
         if isinstance(fact, Call):
-            _seeding_call(step, fact, seeding["seeders"], out)
+            inherited = caller_guards.get(step.depth - 1, ()) if step.depth and fact.scope != MODULE_SCOPE else ()
+            guards = caller_guards[step.depth] = inherited + fact.flag_guards
+            _seeding_call(ctx, step, fact, guards, out)
             _determinism_call(step, fact, out)
-            _usage(step, fact, ctx, out)
+            _usage(step, fact, out)
+            models.see(step, fact)
         elif isinstance(fact, Assignment):
             _determinism_assignment(step, fact, out)
         elif isinstance(fact, EnvWrite):
             _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out)
+    out.first_model = models.first
     for shell, launch in program.launches:
         for name, assignment in launch.effective_env().items():  # exports in force when it launches
             _env(name, assignment.value, Source(shell_span=assignment.span, what=f"export {name}={assignment.raw}"),
@@ -74,22 +96,76 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
     return out
 
 
-def _seeding_call(step: Step, call: Call, seeders: dict, out: ProgramFacts) -> None:
+# -- seeding ---------------------------------------------------------------------------------
+
+
+def _seeding_call(ctx: ProgramContext, step: Step, call: Call, guards: tuple, out: ProgramFacts) -> None:
+    seeders = table("seeding")["seeders"]
     for name in call.names:
         entry = seeders.get(name)
-        if entry is None:
-            continue
-        source = Source(step=step, what=name)
-        for generator in entry.get("covers", []):
-            out.seeded.setdefault(generator, source)
-        for effect in entry.get("effects", []):
-            out.effects.setdefault(effect, source)
-        conditional = entry.get("when_true")
-        if conditional:
-            arg = call.arg(conditional["keyword"], conditional["position"])
-            if arg is not None and arg.value.literal is not False and arg.value.literal is not None:
-                for effect in conditional["effects"]:
-                    out.effects.setdefault(effect, source)
+        if entry is not None:
+            source = Source(step=step, what=name)
+            _record_seeding(ctx, step, guards, frozenset(entry.get("covers", ())), source, out)
+            for effect in entry.get("effects", []):
+                out.effects.setdefault(effect, source)
+            conditional = entry.get("when_true")
+            if conditional:
+                arg = call.arg(conditional["keyword"], conditional["position"])
+                if arg is not None and arg.value.literal is not False and arg.value.literal is not None:
+                    for effect in conditional["effects"]:
+                        out.effects.setdefault(effect, source)
+            return
+    unseen = _unseen_helper(ctx, step, call)
+    if unseen is not None:
+        covers = frozenset(table("seeding")["unseen_helpers"]["covers"])
+        what = f"{unseen} (assumed to seed every generator: acclint cannot read it)"
+        _record_seeding(ctx, step, guards, covers, Source(step=step, what=what), out)
+
+
+def _record_seeding(ctx: ProgramContext, step: Step, guards: tuple, covers: frozenset, source: Source,
+                    out: ProgramFacts) -> None:
+    for generator in covers:
+        out.seeded.setdefault(generator, source)
+    for guard in guards:
+        default = off_by_default(ctx, guard)
+        if default is not None:
+            out.optional_seeds.append(OptionalSeed(source, covers, guard, default))
+            return
+    out.always_seeded |= covers
+
+
+@lru_cache(maxsize=1)
+def _unseen_pattern() -> re.Pattern:
+    return re.compile(table("seeding")["unseen_helpers"]["pattern"])
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _unseen_helper(ctx: ProgramContext, step: Step, call: Call) -> Optional[str]:
+    """The qualified name of an imported function named like a seeder that acclint cannot read."""
+    method = _CAMEL.sub("_", call.method).lower()
+    if not _unseen_pattern().fullmatch(method):
+        return None
+    names = call.names or _star_imported(ctx, step, call)
+    if not names:
+        return None  # not imported: a local name, a method on an object, or unknown
+    frameworks = table("seeding")["unseen_helpers"]["framework_packages"]
+    names = sorted(n for n in names if n.split(".", 1)[0] not in frameworks)
+    if not names:
+        return None
+    if ctx.project.local_target(step.file, call.callee, call.scope, {}) is not None:
+        return None  # a local definition: the flow follows it and sees what it really seeds
+    return names[0]
+
+
+def _star_imported(ctx: ProgramContext, step: Step, call: Call) -> frozenset:
+    """`init_seeds()` after `from utils.general import *` of a module acclint cannot read."""
+    if "." in call.callee or call.callee in step.file.functions or call.callee in step.file.classes:
+        return frozenset()
+    return frozenset(f"{imp.module}.{call.callee}" for imp in step.file.imports
+                     if imp.name == "*" and not imp.module.startswith(".")
+                     and ctx.project.module_file(step.file, imp.module) is None)
 
 
 _TRUTHY_STRINGS = {"on", "true", "1"}
@@ -165,7 +241,10 @@ def _env(name: str, value: Optional[str], source: Source, env_table: dict, out: 
         out.effects_off.setdefault(known["effect"], source)
 
 
-def _usage(step: Step, call: Call, ctx: ProgramContext, out: ProgramFacts) -> None:
+# -- what the program uses -------------------------------------------------------------------
+
+
+def _usage(step: Step, call: Call, out: ProgramFacts) -> None:
     usage = table("usage")
     rng = usage["global_rng"]
     for name in call.names:
@@ -188,30 +267,70 @@ def _usage(step: Step, call: Call, ctx: ProgramContext, out: ProgramFacts) -> No
             if backend is not None and backend.value.literal in usage["hccl"]["backends"]:
                 out.uses.setdefault("hccl", step)
     for device, hints in usage["devices"].items():
-        if _mentions_device(call, hints):
+        if _places_on(call, hints, usage["hccl"]["process_group_calls"]):
             out.uses.setdefault(device, step)
-    if out.first_model is None and _constructs_model(call, step, ctx):
-        out.first_model = step
 
 
-def _mentions_device(call: Call, hints: dict) -> bool:
-    if any(name.startswith(prefix) for name in call.names for prefix in hints["prefixes"]):
+def _places_on(call: Call, hints: dict, process_group_calls: list) -> bool:
+    """Real placement on a device: `.cuda()`, `.to("cuda")`, `torch.device("cuda")`, `device="cuda"`,
+    `set_device`, a device kernel, a device-only collective back end. Not seeding or probes."""
+    names = call.names
+    if names & frozenset(hints["calls"]) or any(n.startswith(p) for n in names for p in hints["call_prefixes"]):
         return True
-    if call.method in hints["methods"] and call.callee.startswith("?") or call.callee.endswith("." + call.method) and call.method in hints["methods"]:
-        return True
+    if call.method in hints["methods"] and "." in call.callee and not names:
+        return True  # `model.cuda()`: a method on a value, not a module function such as `torch.cuda`
+    strings = hints["strings"]
     for arg in call.args:
-        value = arg.value.literal
-        if isinstance(value, str) and any(value == s or value.startswith(s + ":") for s in hints["strings"]):
-            return True
+        for value in (arg.value.literal, *arg.value.choices):
+            if isinstance(value, str) and any(value == s or value.startswith(s + ":") for s in strings):
+                return True
+    if names & frozenset(process_group_calls):
+        backend = call.arg("backend", 0)
+        return backend is not None and backend.value.literal in hints["backends"]
     return False
 
 
-def _constructs_model(call: Call, step: Step, ctx: ProgramContext) -> bool:
-    models = table("usage")["models"]
-    if any(name.startswith(prefix) for name in call.names for prefix in models["constructor_prefixes"]):
-        return True
-    target = ctx.project.local_target(step.file, call.callee, call.scope, {})
-    if target is None or not isinstance(target[1], ClassDef):
-        return False
-    bases = ctx.project.class_names(target[0], target[1])
-    return bool(bases & frozenset(models["base_classes"]))
+class _ModelFinder:
+    """The first model construction: a weighted layer, a library factory, or a local Module/Cell
+    subclass whose construction reaches one (reported at the outermost construction)."""
+
+    def __init__(self, ctx: ProgramContext):
+        self.ctx = ctx
+        self.first: Optional[Step] = None
+        self.open: list = []  # local Module constructions whose __init__ is being followed
+        models = table("usage")["models"]
+        self.bases = frozenset(models["base_classes"])
+        self.weighted_bases = frozenset(models["weighted_bases"])
+
+    def see(self, step: Step, call: Call) -> None:
+        if self.first is not None:
+            return
+        while self.open and self.open[-1].depth >= step.depth:
+            self.open.pop()  # returned from that constructor
+        kind = self._kind(step, call)
+        if kind == "weights":
+            self.first = self.open[0] if self.open else step
+        elif kind == "module":
+            self.open.append(step)
+
+    def _kind(self, step: Step, call: Call) -> Optional[str]:
+        names = call.names
+        if builds_weights(names):
+            return "weights"
+        target = self.ctx.project.local_target(step.file, call.callee, call.scope, {})
+        if target is None or not isinstance(target[1], ClassDef):
+            return None
+        bases = self.ctx.project.class_names(target[0], target[1])
+        if bases & self.weighted_bases:
+            return "weights"
+        return "module" if bases & self.bases else None
+
+
+def first_model_label(step: Step) -> str:
+    """How a message names a model construction."""
+    callee = step.fact.callee
+    return f"{callee}() (from_pretrained initialises new heads at random)" if callee.endswith("from_pretrained") \
+        else f"{callee}()"
+
+
+__all__ = ["OptionalSeed", "Program", "ProgramFacts", "Source", "first_model_label", "program_facts"]

@@ -7,36 +7,41 @@ from typing import ClassVar
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
-from acclint.linter.facts import Call
+from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, where
-from acclint.rules.program_facts import ProgramFacts
+from acclint.rules.program_facts import ProgramFacts, first_model_label
 
 
 def _uncalled_seeders(ctx: ProgramContext, facts: ProgramFacts) -> list:
-    """Local functions of the program's files that seed something but are never reached.
-
-    Only those the entry script defines or that a reached file imports by name: a helper in
-    a library that nothing here asked for says nothing about this program.
-    """
+    """Local functions that seed something, that the entry script defines or imports by name,
+    and that the program never reaches. A helper that only library code imports says nothing
+    about this program (MindSpeed-LLM registers its seed_all as a patch; MindFormers calls its
+    set_seed through a trainer acclint does not follow)."""
     seeders = table("seeding")["seeders"]
-    program = ctx.program
-    imported = {(imp.name or imp.bound) for f in program.files for imp in f.imports}
+    program, entry = ctx.program, ctx.program.entry
+    candidates = [(entry, function) for function in entry.functions.values()]
+    for imp in entry.imports:
+        target = ctx.project.local_target(entry, imp.bound, MODULE_SCOPE, {}) if imp.name not in (None, "*") else None
+        if target is not None and isinstance(target[1], FunctionDef) and target[0] is not entry:
+            candidates.append(target)
     found = []
-    for file in program.files:
-        for function in file.functions.values():
-            if (file.abspath, function.qualname) in program.reached_functions:
-                continue
-            if file is not program.entry and function.qualname.split(".")[0] not in imported:
-                continue
-            covers = set()
-            for call in file.calls:
-                if call.scope == function.qualname:
-                    for name in call.names:
-                        covers.update(seeders.get(name, {}).get("covers", ()))
-            if covers:
-                found.append((file, function, covers))
+    for file, function in candidates:
+        if (file.abspath, function.qualname) in program.reached_functions:
+            continue
+        covers = set()
+        for call in file.calls:
+            if call.scope == function.qualname:
+                for name in call.names:
+                    covers.update(seeders.get(name, {}).get("covers", ()))
+        if covers:
+            found.append((file, function, covers))
     return found
+
+
+def _is_seeded(facts: ProgramFacts, generator: str) -> bool:
+    """Seeding every device (`npu`) also seeds the current one (`npu-current`)."""
+    return generator in facts.seeded or generator.endswith("-current") and generator[:-len("-current")] in facts.seeded
 
 
 class UnseededGenerator(ProgramRule):
@@ -291,6 +296,65 @@ class UnseededTorch(UnseededGenerator):
             },
             "Megatron's pretrain seeds through initialize_megatron",
         ),
+        Example.script("""
+            import torch
+            from common.reproducibility import seed_everything
+
+
+            if __name__ == "__main__":
+                seed_everything(42)
+                model = torch.nn.Linear(8, 2)
+                model(torch.ones(8)).sum().backward()
+        """, "a seeding helper from a module acclint cannot read is taken to seed everything"),
+        Example.script("""
+            import torch
+            from mmdet.apis import init_random_seed, set_random_seed
+
+
+            def main(cfg):
+                seed = init_random_seed(cfg.seed)
+                set_random_seed(seed, deterministic=cfg.deterministic)
+                model = torch.nn.Conv2d(3, 8, 3)
+                model(torch.ones(1, 3, 8, 8)).sum().backward()
+
+
+            if __name__ == "__main__":
+                main(None)
+        """, "mmdetection 2.x tools/train.py: set_random_seed seeds random, NumPy and torch"),
+        Example(
+            {
+                "train.py": """
+                    import torch
+                    from utils.general import init_seeds
+
+
+                    def train(opt):
+                        init_seeds(opt.seed + 1, deterministic=True)
+                        model = torch.nn.Conv2d(3, 16, 3)
+                        model(torch.ones(1, 3, 32, 32)).sum().backward()
+
+
+                    if __name__ == "__main__":
+                        train(None)
+                """,
+                "utils/general.py": """
+                    import random
+
+                    import numpy as np
+                    import torch
+
+
+                    def init_seeds(seed=0, deterministic=False):
+                        random.seed(seed)
+                        np.random.seed(seed)
+                        torch.manual_seed(seed)
+                        torch.cuda.manual_seed_all(seed)
+                        if deterministic:
+                            torch.use_deterministic_algorithms(True)
+                """,
+            },
+            "yolov5: init_seeds is a local helper, read and followed",
+        ),
     )
 
 
@@ -327,6 +391,21 @@ class UnseededMindSpore(UnseededGenerator):
             net = nn.Dense(3, 1)
             grad_fn = value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
         """, "set_seed imported by name"),
+        Example.script("""
+            import mindspore as ms
+            from mindcv.models import create_model
+            from mindcv.utils import set_seed
+
+
+            def train(args):
+                set_seed(args.seed)
+                network = create_model(model_name=args.model, num_classes=10)
+                grad_fn = ms.value_and_grad(lambda x: network(x).sum(), None, network.trainable_params())
+
+
+            if __name__ == "__main__":
+                train(None)
+        """, "mindcv train.py: mindcv.utils.set_seed seeds MindSpore, NumPy and random"),
     )
 
 
@@ -492,7 +571,7 @@ class SeedHelperNeverCalled(ProgramRule):
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         for file, function, covers in _uncalled_seeders(ctx, facts):
-            unseeded = sorted(g for g in covers if g not in facts.seeded)
+            unseeded = sorted(g for g in covers if not _is_seeded(facts, g))
             if unseeded:
                 ctx.report(self, file, function.node,
                            f"`{function.qualname}` seeds {', '.join(unseeded)} but {ctx.program.entry.path} never "
@@ -508,7 +587,11 @@ class SeedAfterModel(ProgramRule):
     summary = "The seed is set only after the model is constructed"
     doc = RuleDoc(
         what="Reports a seed call (torch or MindSpore) that runs after the first model construction in the "
-        "program's execution order, following local functions and classes.",
+        "program's execution order, following local functions and classes. A model construction draws weights: "
+        "a weighted `torch.nn` / `mindspore.nn` layer (`nn.Linear`, `nn.Conv2d`, `nn.Dense`, ... also inside "
+        "`nn.Sequential`), a library factory (`torchvision.models.*`, `timm.create_model`, `from_pretrained`, "
+        "whose new heads are drawn at random), or a local Module/Cell subclass whose construction builds one. "
+        "Losses, activations, configs and Megatron ModuleSpec builders are not models.",
         why="The model's initial weights were drawn before the generator was seeded, so they differ between "
         "runs and between the GPU and NPU sides even though the script is 'seeded'. Parity checks start by "
         "comparing initial weights; they fail here first.",
@@ -534,8 +617,46 @@ class SeedAfterModel(ProgramRule):
             if __name__ == "__main__":
                 main()
         """),
+        Example.script("""
+            import torch
+            from torch import nn
+
+
+            if __name__ == "__main__":
+                model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 1))  # expect: ACL108
+                torch.manual_seed(1234)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(16)).sum().backward()
+                optimizer.step()
+        """, "a model built from torch.nn layers"),
+        Example.script("""
+            import torch
+            from transformers import AutoModelForSequenceClassification, set_seed
+
+
+            if __name__ == "__main__":
+                model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=3)  # expect: ACL108
+                set_seed(42)
+                model(**{}).loss.backward()
+        """, "from_pretrained draws the new classification head at random"),
     )
     valid = (
+        Example.script("""
+            import torch
+            from torch import nn
+            from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+            from megatron.core.transformer import TransformerConfig
+
+
+            if __name__ == "__main__":
+                criterion = nn.CrossEntropyLoss()
+                act = nn.ReLU()
+                spec = get_gpt_layer_local_spec()
+                config = TransformerConfig(num_layers=2, hidden_size=8, num_attention_heads=2)
+                torch.manual_seed(0)
+                model = nn.Linear(8, 2)
+                criterion(model(torch.ones(1, 8)), torch.zeros(1, dtype=torch.long)).backward()
+        """, "losses, activations, ModuleSpec builders and configs have no weights"),
         Example.script("""
             import torch
 
@@ -564,10 +685,163 @@ class SeedAfterModel(ProgramRule):
             if source is not None and source.step is not None and source.step.index > model.index:
                 # Reported at the construction: the seed helper itself is not what is wrong.
                 ctx.report(self, model.file, model.fact.node,
-                           f"{model.fact.callee}() is constructed before {source.describe()} seeds the generator: "
-                           "its initial weights come from an unseeded generator.",
+                           f"{first_model_label(model)} is constructed before {source.describe()} seeds the "
+                           "generator: its initial weights come from an unseeded generator.",
                            fix="seed before constructing the model")
 
 
+class SeedBehindOptionalFlag(ProgramRule):
+    code = "ACL109"
+    name = "seed-behind-optional-flag"
+    category = "seed"
+    severity = "warning"
+    summary = "Seeding runs only when a flag that defaults to None is passed"
+    doc = RuleDoc(
+        what="Reports seeding that runs only under `if args.seed is not None:` (or `if args.seed:`, or the `else` "
+        "of `if args.seed is None:`) when the flag or config field defaults to None (for `if args.seed:` also "
+        "0 or False), and no launch script of the program passes it. Seeding reached through a guarded call "
+        "of a helper counts too.",
+        why="The script looks seeded on review, but a run started without the flag, which is how the "
+        "default command and most copied commands start it, seeds nothing: initial weights, dropout masks and "
+        "data order differ between the GPU and the NPU run (pytorch/examples imagenet `--seed` defaults to None).",
+        fix="Pass the flag in every launch command (`--seed 1234`) or give it a default (`default=1234`).",
+    )
+    invalid = (
+        Example.script("""
+            import argparse
+            import random
+
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--seed", default=None, type=int, help="seed for initializing training")
+
+
+            def main():
+                args = parser.parse_args()
+                if args.seed is not None:
+                    random.seed(args.seed)  # expect: ACL109
+                    torch.manual_seed(args.seed)
+                model = torch.nn.Linear(4, 2)
+                model(torch.ones(4)).sum().backward()
+
+
+            if __name__ == "__main__":
+                main()
+        """, "pytorch/examples imagenet: --seed defaults to None"),
+        Example(
+            {
+                "train.py": """
+                    import argparse
+
+                    import torch
+                    from utils import set_seed
+
+
+                    def main():
+                        parser = argparse.ArgumentParser()
+                        parser.add_argument("--seed", type=int)
+                        args = parser.parse_args()
+                        if args.seed:
+                            set_seed(args.seed)
+                        model = torch.nn.Linear(4, 2)
+                        model(torch.ones(4)).sum().backward()
+
+
+                    if __name__ == "__main__":
+                        main()
+                """,
+                "utils.py": """
+                    import torch
+
+
+                    def set_seed(seed):
+                        torch.manual_seed(seed)  # expect: ACL109
+                """,
+                "run.sh": """
+                    #!/bin/bash
+                    torchrun --nproc_per_node 8 train.py --lr 0.1
+                """,
+            },
+            "a helper called behind `if args.seed:`; the launch script does not pass --seed",
+        ),
+    )
+    valid = (
+        Example.script("""
+            import argparse
+
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--seed", default=1234, type=int)
+
+
+            if __name__ == "__main__":
+                args = parser.parse_args()
+                if args.seed is not None:
+                    torch.manual_seed(args.seed)
+                torch.nn.Linear(4, 2)(torch.ones(4)).sum().backward()
+        """, "the default is a seed"),
+        Example(
+            {
+                "main.py": """
+                    import argparse
+
+                    import torch
+
+                    parser = argparse.ArgumentParser()
+                    parser.add_argument("--seed", default=None, type=int)
+
+
+                    if __name__ == "__main__":
+                        args = parser.parse_args()
+                        if args.seed is not None:
+                            torch.manual_seed(args.seed)
+                        torch.nn.Linear(4, 2)(torch.ones(4)).sum().backward()
+                """,
+                "run_npu.sh": """
+                    #!/bin/bash
+                    python main.py --seed 1234 --epochs 1
+                """,
+            },
+            "the launch script passes --seed",
+        ),
+        Example.script("""
+            import torch
+            from transformers import HfArgumentParser, TrainingArguments
+
+
+            if __name__ == "__main__":
+                (training_args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+                if training_args.seed is not None:
+                    torch.manual_seed(training_args.seed)
+                torch.nn.Linear(4, 2)(torch.ones(4)).sum().backward()
+        """, "the default lives in a library (TrainingArguments.seed = 42): not guessed"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        passed = set()
+        for _, launch in ctx.program.launches:
+            passed.update(launch.flags())
+        by_guard: dict = {}  # guard -> (first OptionalSeed, generators it leaves unseeded)
+        for optional in facts.optional_seeds:
+            first, covers = by_guard.get(optional.guard, (optional, set()))
+            by_guard[optional.guard] = (first, covers | (optional.covers - facts.always_seeded))
+        labels = table("seeding")["generator_labels"]
+        for guard, (first, unseeded) in by_guard.items():
+            default = first.default
+            option = default.option.lstrip("-")
+            if not unseeded or {option, option.replace("_", "-"), guard.dotted.rsplit(".", 1)[1]} & passed:
+                continue
+            test = "is not None" if guard.form == "not-none" else "is true"
+            spelled = f"`{default.option}`" if default.is_flag else f"the config field `{default.option}`"
+            names = ", ".join(sorted(labels.get(g, g) for g in unseeded))
+            ctx.report(self, first.source.step.file, first.source.step.fact.node,
+                       f"{first.source.what} runs only when {guard.dotted} {test}, and {spelled} defaults to "
+                       f"{default.default!r} ({default.where}): a run started without it leaves {names} unseeded.",
+                       fix=(f"pass {default.option} <seed> in every launch command, or give it a default"
+                            if default.is_flag else f"set {default.option} in the config, or give it a default"))
+
+
 RULES = [UnseededPythonRandom(), PythonHashSeedUnset(), UnseededNumpy(), UnseededTorch(), DeviceSeedCurrentOnly(),
-         UnseededMindSpore(), SeedHelperNeverCalled(), SeedAfterModel()]
+         UnseededMindSpore(), SeedHelperNeverCalled(), SeedAfterModel(), SeedBehindOptionalFlag()]

@@ -1,0 +1,103 @@
+"""Defaults of command-line flags and config fields, as the program's own files declare them:
+argparse `add_argument` / `set_defaults`, and class-body fields (dataclasses, HfArgumentParser,
+pydantic). Used to tell whether code under `if args.seed is not None:` runs by default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from acclint.linter.context import ProgramContext
+from acclint.linter.facts import NOT_LITERAL, FlagGuard
+from acclint.rules.memo import per_program
+
+# argparse actions whose default is not None when `default=` is not given.
+_ACTION_DEFAULTS = {"store_true": False, "store_false": True}
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One declaration of a flag or field: its spelling, its default (NOT_LITERAL if unknown), where."""
+
+    option: str  # "--seed" for a flag, "seed" for a config field
+    default: object
+    where: str  # "train.py:12"
+    is_flag: bool
+
+
+OffByDefault = Declared  # a declaration whose default makes the guarded code skip
+
+
+def off_by_default(ctx: ProgramContext, guard: FlagGuard) -> Optional[Declared]:
+    """The declaration that makes `guard` false in a run given no flags, if every declaration
+    of that name does; None when it is on by default or its default cannot be seen."""
+    if "." not in guard.dotted:
+        return None  # a plain local (often a parameter): its value comes from the caller
+    receiver, key = guard.dotted.rsplit(".", 1)
+    flags, fields = _declarations(ctx)
+    # Parsed flags live in a plain local (`args.seed`, `opt.seed`); `self.config.seed` is
+    # usually a config file's value that a flag only overrides, so only declared fields count.
+    found = (flags.get(key) if "." not in receiver else None) or fields.get(key)
+    if not found or not all(_off(d.default, guard.form) for d in found):
+        return None
+    return found[0]
+
+
+def _off(default: object, form: str) -> bool:
+    if default is NOT_LITERAL:
+        return False
+    if form == "not-none":
+        return default is None
+    return default is None or default is False or default == 0 or default == ""
+
+
+def _declarations(ctx: ProgramContext) -> tuple:
+    return per_program(ctx, "declarations", _collect)
+
+
+def _collect(ctx: ProgramContext) -> tuple:
+    flags: dict = {}
+    fields: dict = {}
+    overrides: dict = {}
+    for file in ctx.program.files:
+        for call in file.calls:
+            method = call.method
+            if method == "add_argument":
+                declared = _argument(file, call)
+                if declared is not None:
+                    flags.setdefault(declared[0], []).append(declared[1])
+            elif method == "set_defaults":
+                for arg in call.args:
+                    if arg.keyword:
+                        overrides[arg.keyword] = arg.value.literal
+        for cls in file.classes.values():
+            for name, value in cls.fields.items():
+                where = f"{file.path}:{file.spans[cls.node].line}"
+                fields.setdefault(name, []).append(Declared(name, value.literal, where, False))
+    for dest, default in overrides.items():
+        if dest in flags:
+            flags[dest] = [Declared(d.option, default, d.where, True) for d in flags[dest]]
+    return flags, fields
+
+
+def _argument(file, call) -> Optional[tuple]:
+    options = [a.value.literal for a in call.args if a.keyword is None and isinstance(a.value.literal, str)]
+    if not options:
+        return None
+    long = next((o for o in options if o.startswith("--")), options[0])
+    dest_arg = call.arg("dest")
+    dest = dest_arg.value.literal if dest_arg is not None else long.lstrip("-").replace("-", "_")
+    if not isinstance(dest, str):
+        return None
+    required = call.arg("required")
+    default_arg = call.arg("default")
+    if not long.startswith("-") or required is not None and required.value.literal is not False:
+        default = NOT_LITERAL  # a positional or required argument: always given
+    elif default_arg is not None:
+        default = default_arg.value.literal
+    else:
+        action = call.arg("action")
+        kind = action.value.literal if action is not None else None
+        default = _ACTION_DEFAULTS.get(kind) if kind is None or isinstance(kind, str) else NOT_LITERAL
+    where = f"{file.path}:{file.spans[call.node].line}"
+    return dest, Declared(long, default, where, True)
