@@ -74,7 +74,12 @@ def main() -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
 @click.option("--no-fix", is_flag=True, help="Text format: do not print the fix under each finding.")
 @click.option("--color/--no-color", default=None, help="Colour text output [default: when writing to a terminal].")
-def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs, no_fix, color) -> None:
+@click.option("--fix", "apply_fix", is_flag=True, help="Apply safe fixes in place; report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: apply unsafe fixes too (they change results).")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print the fixes as a unified diff instead of writing them; exit 1 when there are any.")
+def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs, no_fix, color,
+         apply_fix, unsafe_fixes, show_diff) -> None:
     """Lint training scripts, model code and launch scripts against the accuracy-migration checklist."""
     from acclint.linter.engine import scan as run_scan
     from acclint.reports import render
@@ -94,8 +99,17 @@ def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs
     except ConfigError as exc:
         raise click.UsageError(str(exc))
     active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
+
+    def scan_once():
+        return run_scan(list(paths) or [Path(".")], active, config, jobs=jobs)
+
     try:
-        result = run_scan(list(paths) or [Path(".")], active, config, jobs=jobs)
+        if show_diff:
+            _print_diff(scan_once(), unsafe_fixes)
+        elif apply_fix:
+            result = _fix(scan_once, unsafe_fixes)
+        else:
+            result = scan_once()
     except Exception as exc:  # a bug of ours: say so plainly, exit 2, no traceback
         click.echo(f"acclint: internal error: {type(exc).__name__}: {exc} "
                    "(please report it with the file that triggered it)", err=True)
@@ -105,6 +119,32 @@ def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs
     _emit(report, output, color=use_color)
     failed = any(fails(config, finding.severity) for finding in result.findings)
     sys.exit(1 if failed else 0)
+
+
+def _print_diff(result, unsafe: bool) -> None:
+    """--diff: the edits --fix would make, as a patch on stdout; exit 1 when there are any (as ruff)."""
+    from acclint.linter.fix import plan_fixes
+
+    outcome = plan_fixes(result.findings, unsafe=unsafe)
+    for path, message in outcome.errors:
+        click.echo(f"acclint: {path}: {message}", err=True)
+    patch = outcome.diff(Path.cwd())
+    if patch:
+        click.echo(patch, nl=False)
+    click.echo(f"Would fix {len(outcome.fixed)} finding(s) in {len(outcome.files)} file(s).", err=True)
+    sys.exit(1 if outcome.files else 0)
+
+
+def _fix(scan_once, unsafe: bool):
+    from acclint.linter.fix import fix_and_rescan, fixable
+
+    run = fix_and_rescan(scan_once, unsafe=unsafe)
+    for path, message in run.errors:
+        click.echo(f"acclint: {path}: {message}", err=True)
+    left_unsafe = len(fixable(run.result.findings, unsafe=True)) - len(fixable(run.result.findings, unsafe=False))
+    hint = f" ({left_unsafe} more with --unsafe-fixes)" if left_unsafe and not unsafe else ""
+    click.echo(f"Fixed {run.fixed} finding(s); {len(run.result.findings)} remaining{hint}.", err=True)
+    return run.result
 
 
 def _emit(text: str, output, color=None) -> None:
