@@ -78,8 +78,11 @@ def main() -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: apply unsafe fixes too (they change results).")
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print the fixes as a unified diff instead of writing them; exit 1 when there are any.")
+@click.option("--no-cache", is_flag=True, help="Analyse every file afresh; read and write no cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Cache folder [default: .acclint_cache next to pyproject.toml, else in the current folder].")
 def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs, no_fix, color,
-         apply_fix, unsafe_fixes, show_diff) -> None:
+         apply_fix, unsafe_fixes, show_diff, no_cache, cache_dir) -> None:
     """Lint training scripts, model code and launch scripts against the accuracy-migration checklist."""
     from acclint.linter.engine import scan as run_scan
     from acclint.reports import render
@@ -100,8 +103,10 @@ def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs
         raise click.UsageError(str(exc))
     active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
 
+    cache = None if no_cache else _cache(cache_dir, config_file, active, config)
+
     def scan_once():
-        return run_scan(list(paths) or [Path(".")], active, config, jobs=jobs)
+        return run_scan(list(paths) or [Path(".")], active, config, jobs=jobs, cache=cache)
 
     try:
         if show_diff:
@@ -119,6 +124,13 @@ def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs
     _emit(report, output, color=use_color)
     failed = any(fails(config, finding.severity) for finding in result.findings)
     sys.exit(1 if failed else 0)
+
+
+def _cache(cache_dir, config_file, rules, config):
+    from acclint.linter.cache import Cache, default_root
+
+    root = cache_dir if cache_dir is not None else default_root(config_file, Path.cwd())
+    return Cache(root, rules, config)
 
 
 def _print_diff(result, unsafe: bool) -> None:

@@ -57,7 +57,8 @@ def display_path(path: Path, cwd: Path) -> str:
 
 
 def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[int] = None,
-         cwd: Optional[Path] = None) -> ScanResult:
+         cwd: Optional[Path] = None, cache=None) -> ScanResult:
+    """`cache`: a linter.cache.Cache, or None to analyse every file afresh."""
     cwd = (cwd or Path.cwd()).resolve()
     paths = [Path(p) for p in paths]
     roots = [Path(os.path.abspath(p)) if p.is_dir() else Path(os.path.abspath(p)).parent for p in paths if p.exists()]
@@ -67,7 +68,10 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     result.skipped.extend(Skipped(display_path(p, cwd), r) for p, r in found.skipped)
 
     jobs_list = [(os.path.abspath(p), display_path(p, cwd)) for p in found.files]
-    outcomes = _run(jobs_list, rules, jobs or default_jobs())
+    def analyse(batch: list) -> list:
+        return _run(batch, rules, jobs or default_jobs())
+
+    outcomes = cache.run(jobs_list, analyse) if cache is not None else analyse(jobs_list)
 
     sink = Sink()
     python_facts, shell_facts = [], []

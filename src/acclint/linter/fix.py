@@ -9,8 +9,6 @@ never written.
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
@@ -18,6 +16,7 @@ from typing import Iterable, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from acclint.linter.atomic import write_atomic
 from acclint.linter.discovery import kind_of
 from acclint.linter.edits import Change, InsertLine, InsertStatement, ReplaceValue, SetArgument
 
@@ -51,7 +50,7 @@ def plan_fixes(findings: Iterable, *, unsafe: bool) -> FixOutcome:
     applied: set = set()
     for path, changes in sorted(by_path.items()):
         try:
-            old = path.read_text(encoding="utf-8")
+            old = path.read_bytes().decode("utf-8")  # as is: keep its line endings
             new, done = apply_changes(path, old, _unique(changes))
         except (OSError, UnicodeDecodeError, FixError, cst.ParserSyntaxError) as exc:
             outcome.errors.append((path, f"cannot fix: {exc}"))
@@ -64,23 +63,8 @@ def plan_fixes(findings: Iterable, *, unsafe: bool) -> FixOutcome:
 
 
 def write_fixes(outcome: FixOutcome) -> None:
-    for path, (_, new) in outcome.files.items():
-        write_atomic(path, new)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Temp file in the same folder, then rename: a reader sees the old or the new file, never half."""
-    handle, temp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o7777)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    for path, (old, new) in outcome.files.items():
+        write_atomic(path, new.encode("utf-8"), keep_mode=True)
 
 
 def unified_diff(path: Path, old: str, new: str, cwd: Path) -> str:
