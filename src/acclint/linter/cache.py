@@ -68,9 +68,9 @@ class Cache:
 
     # -- the engine's hook --------------------------------------------------------------------
 
-    def run(self, jobs: list, compute: Callable[[list], list]) -> list:
+    def run(self, jobs: list, compute: Callable[[list], list], advance=lambda count=1: None) -> list:
         """Outcomes of `jobs` ((abspath, display) pairs), in order: cached ones read, the others
-        computed by `compute(missing_jobs)` and stored."""
+        computed by `compute(missing_jobs)` and stored. `advance(n)` counts files done."""
         outcomes: list = [None] * len(jobs)
         missing, digests = [], {}
         for index, (abspath, display) in enumerate(jobs):
@@ -78,6 +78,7 @@ class Cache:
             cached = self._load(abspath, display, digest) if digest is not None else None
             if cached is not None:
                 outcomes[index] = cached
+                advance()
             else:
                 missing.append(index)
                 digests[index] = digest

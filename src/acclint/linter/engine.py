@@ -16,6 +16,7 @@ from acclint.linter.discovery import discover
 from acclint.linter.facts import FileFacts
 from acclint.linter.project import Project, ShellFacts
 from acclint.linter.suppress import is_suppressed
+from acclint.progress import NoProgress
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -57,8 +58,10 @@ def display_path(path: Path, cwd: Path) -> str:
 
 
 def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[int] = None,
-         cwd: Optional[Path] = None, cache=None) -> ScanResult:
-    """`cache`: a linter.cache.Cache, or None to analyse every file afresh."""
+         cwd: Optional[Path] = None, cache=None, progress=None) -> ScanResult:
+    """`cache`: a linter.cache.Cache, or None to analyse every file afresh.
+    `progress`: an acclint.progress display (phase/advance), or None."""
+    progress = progress or NoProgress()
     cwd = (cwd or Path.cwd()).resolve()
     paths = [Path(p) for p in paths]
     roots = [Path(os.path.abspath(p)) if p.is_dir() else Path(os.path.abspath(p)).parent for p in paths if p.exists()]
@@ -68,10 +71,12 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     result.skipped.extend(Skipped(display_path(p, cwd), r) for p, r in found.skipped)
 
     jobs_list = [(os.path.abspath(p), display_path(p, cwd)) for p in found.files]
-    def analyse(batch: list) -> list:
-        return _run(batch, rules, jobs or default_jobs())
+    progress.phase("analysing files", len(jobs_list))
 
-    outcomes = cache.run(jobs_list, analyse) if cache is not None else analyse(jobs_list)
+    def analyse(batch: list) -> list:
+        return _run(batch, rules, jobs or default_jobs(), progress.advance)
+
+    outcomes = cache.run(jobs_list, analyse, progress.advance) if cache is not None else analyse(jobs_list)
 
     sink = Sink()
     python_facts, shell_facts = [], []
@@ -85,16 +90,21 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
             sink.findings.extend(outcome.findings)
             (python_facts if isinstance(outcome.facts, FileFacts) else shell_facts).append(outcome.facts)
 
-    check_programs(Project(python_facts, shell_facts, [str(r) for r in roots]), rules, sink)
+    check_programs(Project(python_facts, shell_facts, [str(r) for r in roots]), rules, sink, progress)
     result.findings = _filter(sink, config)
     return result
 
 
-def check_programs(project: Project, rules: list, sink: Sink) -> None:
-    for program in project.programs():
+def check_programs(project: Project, rules: list, sink: Sink, progress=None) -> None:
+    progress = progress or NoProgress()
+    progress.phase("following programs")
+    programs = project.programs()
+    progress.phase("checking programs", len(programs))
+    for program in programs:
         context = ProgramContext(program, project, sink)
         for rule in rules:
             rule.check_program(context)
+        progress.advance()
     shells_only = ProgramContext(None, project, sink)
     for rule in rules:
         check = getattr(rule, "check_shell", None)
@@ -103,7 +113,7 @@ def check_programs(project: Project, rules: list, sink: Sink) -> None:
                 check(shells_only, shell)
 
 
-def _run(jobs_list: list, rules: list, jobs: int) -> list:
+def _run(jobs_list: list, rules: list, jobs: int, advance=lambda count=1: None) -> list:
     # Facts are long-lived and free of cycles: automatic full collections would re-walk all of
     # them again and again (a quarter of the scan's CPU), so collect by hand instead.
     enabled = gc.isenabled()
@@ -113,13 +123,18 @@ def _run(jobs_list: list, rules: list, jobs: int) -> list:
             outcomes = []
             for number, (abspath, display) in enumerate(jobs_list, start=1):
                 outcomes.append(analyze_file(abspath, display, rules))
+                advance()
                 if number % _COLLECT_EVERY == 0:
                     gc.collect()
             return outcomes
         # Largest files first, one at a time: sizes vary by 1000x and neighbours cluster.
         ordered = sorted(jobs_list, key=lambda job: -_size(job[0]))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(rules,)) as pool:
-            return list(pool.map(_analyze_in_worker, ordered, chunksize=1))
+            outcomes = []
+            for outcome in pool.map(_analyze_in_worker, ordered, chunksize=1):
+                outcomes.append(outcome)
+                advance()
+            return outcomes
     finally:
         if enabled:
             gc.enable()
