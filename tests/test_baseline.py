@@ -98,3 +98,13 @@ def test_a_bad_baseline_is_a_clear_usage_error(tmp_path, monkeypatch):
         done = _run(tmp_path, monkeypatch, ".", "--baseline", name)
         assert done.exit_code == 2, done.output
         assert f"baseline {name}" in done.output and "Traceback" not in done.output
+
+
+def test_fix_leaves_baselined_findings_alone(tmp_path, monkeypatch):
+    (tmp_path / "train.py").write_text(TRAIN)
+    _run(tmp_path, monkeypatch, ".", "--write-baseline", "base.json")
+    done = _run(tmp_path, monkeypatch, ".", "--baseline", "base.json", "--fix", "--unsafe-fixes")
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "train.py").read_text() == TRAIN
+    fixed = _run(tmp_path, monkeypatch, ".", "--fix", "--unsafe-fixes")
+    assert "benchmark = False" in (tmp_path / "train.py").read_text() and fixed.exit_code == 0
