@@ -173,3 +173,13 @@ def test_suppressed_findings_are_not_fixed(tmp_path, monkeypatch):
     done = _cli(tmp_path, monkeypatch, "--fix", "--unsafe-fixes", "--select", "ACL202")
     assert done.exit_code == 0
     assert (tmp_path / "train.py").read_text() == source
+
+
+def test_shell_insert_goes_before_a_continued_command(tmp_path, monkeypatch):
+    launch = "#!/bin/bash\nASCEND_RT_VISIBLE_DEVICES=0,1 \\\n  torchrun --nproc_per_node 2 train.py --device npu\n"
+    _write(tmp_path, {"train.py": TRAIN.replace("torch.use_deterministic_algorithms(True)",
+                                                'torch.distributed.init_process_group("hccl")'),
+                      "run.sh": launch})
+    done = _cli(tmp_path, monkeypatch, "--fix", "--select", "ACL205")
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "run.sh").read_text() == launch.replace("#!/bin/bash\n", "#!/bin/bash\nexport HCCL_DETERMINISTIC=true\n")

@@ -103,7 +103,7 @@ def _apply_shell(text: str, changes: list) -> tuple:
     for change in changes:
         if not isinstance(change, InsertLine) or not 1 <= change.at.line <= len(lines):
             continue
-        index = change.at.line - 1
+        index = _logical_line_start(lines, change.at.line - 1)
         # Idempotent: the same line already written right above the launch line is not added again.
         if index > 0 and lines[index - 1].strip() == change.text.strip():
             applied.add(change)
@@ -117,6 +117,14 @@ def _apply_shell(text: str, changes: list) -> tuple:
         indent = target[: len(target) - len(target.lstrip(" \t"))]
         lines[index:index] = [f"{indent}{line}{newline}" for line in inserts[index]]
     return "".join(lines), applied
+
+
+def _logical_line_start(lines: list, index: int) -> int:
+    """The first physical line of the command holding line `index`: a line inserted between
+    `A=1 \\` and `torchrun ...` would cut the command in two."""
+    while index > 0 and lines[index - 1].rstrip("\r\n").endswith("\\"):
+        index -= 1
+    return index
 
 
 # --- Python --------------------------------------------------------------------------------
