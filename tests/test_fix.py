@@ -183,3 +183,15 @@ def test_shell_insert_goes_before_a_continued_command(tmp_path, monkeypatch):
     done = _cli(tmp_path, monkeypatch, "--fix", "--select", "ACL205")
     assert done.exit_code == 0, done.output
     assert (tmp_path / "run.sh").read_text() == launch.replace("#!/bin/bash\n", "#!/bin/bash\nexport HCCL_DETERMINISTIC=true\n")
+
+
+def test_a_fix_that_cannot_apply_leaves_the_others(tmp_path, monkeypatch):
+    one_line = ('import torch\nimport torch.nn as nn\n'
+                'torch.backends.cudnn.benchmark = True  # speed\n'
+                'if __name__ == "__main__": nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n')
+    _write(tmp_path, {"train.py": one_line})
+    done = _cli(tmp_path, monkeypatch, "--fix", "--unsafe-fixes", "--select", "ACL202,ACL104")
+    text = (tmp_path / "train.py").read_text()
+    assert "torch.backends.cudnn.benchmark = False  # speed" in text  # applied
+    assert "manual_seed" not in text  # no place to put it: the `if` body is on one line
+    assert done.exit_code == 1 and "1 remaining" in done.output

@@ -176,7 +176,8 @@ class _Transformer(cst.CSTTransformer):
         if isinstance(updated, cst.If):
             test_key = self._position(original.test)
             first = [c for c in self.by_key.get(test_key, ()) if isinstance(c, InsertStatement) and c not in self.applied]
-            if first:  # in the findings' order
+            # In the findings' order; a block written on one line (`if ...: main()`) is left alone.
+            if first and isinstance(updated.body, cst.IndentedBlock):
                 updated = updated.with_changes(body=_prepend(updated.body, [c.code for c in first]))
                 for change in first:
                     self._done(change)
@@ -229,9 +230,7 @@ def _statement(code: str) -> cst.BaseStatement:
     return cst.parse_statement(code.rstrip("\n") + "\n")
 
 
-def _prepend(body, codes: list):
-    if not isinstance(body, cst.IndentedBlock):
-        raise FixError("the block is written on one line; cannot insert a statement into it")
+def _prepend(body: cst.IndentedBlock, codes: list):
     return body.with_changes(body=[*(_statement(code) for code in codes), *body.body])
 
 
