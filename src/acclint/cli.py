@@ -12,7 +12,7 @@ from acclint import __version__
 from acclint.config import Config, ConfigError, fails, find_pyproject, load_config, rule_enabled, validate_selectors
 from acclint.progress import for_scan
 
-SCAN_FORMATS = ("text", "json", "github", "sarif")
+SCAN_FORMATS = ("text", "json", "github", "sarif", "html")
 
 
 def _split(values) -> list:
@@ -90,32 +90,18 @@ def main() -> None:
 def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs, no_fix, color,
          apply_fix, unsafe_fixes, show_diff, no_cache, cache_dir, baseline_path, write_baseline_path, quiet) -> None:
     """Lint training scripts, model code and launch scripts against the accuracy-migration checklist."""
-    from acclint.linter.engine import scan as run_scan
     from acclint.reports import render
 
     rules = _all_rules()
-    codes = {rule.code for rule in rules}
-    try:
-        explicit = config_path is not None
-        config_file = config_path if explicit else find_pyproject(Path(paths[0]) if paths else Path.cwd())
-        config = load_config(config_file, explicit=explicit, known_codes=codes)
-        config = config.merged(
-            select=validate_selectors(_split(select), codes, "--select"),
-            ignore=validate_selectors(_split(ignore), codes, "--ignore"),
-            exclude=list(exclude),
-            fail_on=fail_on,
-        )
-    except ConfigError as exc:
-        raise click.UsageError(str(exc))
+    config = _scan_config(paths, config_path, select, ignore, exclude, fail_on, {rule.code for rule in rules})
     active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
-
-    cache = None if no_cache else _cache(cache_dir, config_file, active, config)
+    cache = None if no_cache else _cache(cache_dir, config.source, active, config)
     known = _load_baseline(baseline_path)
     progress = for_scan(quiet=quiet, machine_output_on_stdout=output is None and fmt != "text")
     notes = _Notes(quiet)
 
     def scan_once():
-        result = run_scan(list(paths) or [Path(".")], active, config, jobs=jobs, cache=cache, progress=progress)
+        result = _run_scan(paths, active, config, jobs, cache=cache, progress=progress)
         progress.close()
         notes.full_result = result  # what --write-baseline records: everything found now
         if known is None:
@@ -129,25 +115,54 @@ def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs
     try:
         if show_diff:
             _print_diff(scan_once(), unsafe_fixes)
-        elif apply_fix:
-            result = _fix(scan_once, unsafe_fixes, notes)
-        else:
-            result = scan_once()
-    except Exception as exc:  # a bug of ours: say so plainly, exit 2, no traceback
-        click.echo(f"acclint: internal error: {type(exc).__name__}: {exc} "
-                   "(please report it with the file that triggered it)", err=True)
-        sys.exit(2)
+        result = _fix(scan_once, unsafe_fixes, notes) if apply_fix else scan_once()
+    except Exception as exc:
+        _internal_error(exc)
     if write_baseline_path is not None:
         _write_baseline(write_baseline_path, notes.full_result, notes)
     use_color = color if color is not None else (output is None and fmt == "text" and sys.stdout.isatty())
-    report = render(result, fmt, rules, color=use_color, show_fix=not no_fix, base_dir=str(Path.cwd()))
+    report = render(result, fmt, rules, color=use_color, show_fix=not no_fix, base_dir=str(Path.cwd()),
+                    active_codes=frozenset(rule.code for rule in active), paths=tuple(map(str, paths)))
     _emit(report, output, color=use_color)
     notes.flush()
     failed = any(fails(config, finding.severity) for finding in result.findings)
     sys.exit(1 if failed else 0)
 
 
+def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes) -> Config:
+    """[tool.acclint] from the config file, overridden by the command line; bad values exit 2."""
+    try:
+        explicit = config_path is not None
+        config_file = config_path if explicit else find_pyproject(Path(paths[0]) if paths else Path.cwd())
+        config = load_config(config_file, explicit=explicit, known_codes=codes)
+        return config.merged(
+            select=validate_selectors(_split(select), codes, "--select"),
+            ignore=validate_selectors(_split(ignore), codes, "--ignore"),
+            exclude=list(exclude),
+            fail_on=fail_on,
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc))
+
+
+def _run_scan(paths, active, config, jobs, cache=None, progress=None):
+    from acclint.linter.engine import scan as run_scan
+
+    try:
+        return run_scan(list(paths) or [Path(".")], active, config, jobs=jobs, cache=cache, progress=progress)
+    except Exception as exc:
+        _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> None:
+    """A bug of ours: say so plainly, exit 2, no traceback."""
+    click.echo(f"acclint: internal error: {type(exc).__name__}: {exc} "
+               "(please report it with the file that triggered it)", err=True)
+    sys.exit(2)
+
+
 def _cache(cache_dir, config_file, rules, config):
+    """The cache next to the configuration file (the project root), else in the current folder."""
     from acclint.linter.cache import Cache, default_root
 
     root = cache_dir if cache_dir is not None else default_root(config_file, Path.cwd())
@@ -234,6 +249,44 @@ def _emit(text: str, output, color=None) -> None:
         raise click.UsageError(f"cannot write {output}: {exc.strerror or exc}")
 
 
+@main.command("diff")
+@click.argument("left", type=click.Path(path_type=Path))
+@click.argument("right", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report here.")
+@click.option("--ignore", multiple=True,
+              help="Keys, globs (`*-parallel-size`), categories or groups (`parallel`) accepted as different.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="pyproject.toml to read [tool.acclint.diff] from; default: the nearest pyproject.toml.")
+@click.option("--color/--no-color", default=None, help="Colour text output [default: when writing to a terminal].")
+def diff(left, right, fmt, output, ignore, config_path, color) -> None:
+    """Compare two training setups (launch scripts, Python scripts, configs or folders); LEFT is the reference."""
+    from acclint.reports import render_diff
+    from acclint.setups import SetupError, diff_setups, extract
+
+    try:
+        explicit = config_path is not None
+        config = load_config(config_path if explicit else find_pyproject(left), explicit=explicit,
+                             known_codes={rule.code for rule in _all_rules()})
+    except ConfigError as exc:
+        raise click.UsageError(str(exc))
+    try:
+        sides = [extract(str(left)), extract(str(right))]
+    except SetupError as exc:
+        click.echo(f"acclint diff: {exc}", err=True)
+        sys.exit(2)
+    empty = [side for side in sides if not side.settings]
+    if empty:  # nothing to compare: say what could not be read, not a list of one-sided settings
+        for side in empty:
+            reasons = "; ".join(side.problems) or "no setting acclint recognises"
+            click.echo(f"acclint diff: no training settings found in {side.path} ({reasons})", err=True)
+        sys.exit(2)
+    result = diff_setups(*sides, ignore=[*config.diff_ignore, *_split(ignore)])
+    use_color = color if color is not None else (output is None and fmt == "text" and sys.stdout.isatty())
+    _emit(render_diff(result, fmt, color=use_color), output, color=use_color)
+    sys.exit(1 if result.mismatches else 0)
+
+
 @main.command("rules")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules_command(fmt) -> None:
@@ -257,3 +310,52 @@ def rule_command(code, fmt) -> None:
         raise click.UsageError(f"unknown rule {code!r}; `acclint rules` lists them")
     click.echo(render_rule_page(rule, fmt=fmt))
 
+
+
+# --- acclint report: the HTML migration-readiness report (scan + optional diff + fingerprints) --------
+
+
+@main.command("report")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The HTML file to write (one self-contained file).")
+@click.option("--diff", "diff_sides", nargs=2, type=click.Path(path_type=Path), default=None, metavar="LEFT RIGHT",
+              help="Also compare two setups (launch scripts, training scripts, configs or folders).")
+@click.option("--fingerprints", nargs=2, type=click.Path(path_type=Path), default=None, metavar="A.json B.json",
+              help="Also compare two step-0 fingerprints (acclint.runtime.capture).")
+@click.option("--select", multiple=True, help="Only these rule codes/prefixes or categories (comma-separated).")
+@click.option("--ignore", multiple=True, help="Skip these rule codes/prefixes or categories (comma-separated).")
+@click.option("--exclude", multiple=True, help="Glob of paths to skip (repeatable).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="pyproject.toml (or acclint.toml) to read [tool.acclint] from; default: the nearest pyproject.toml.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
+def report_command(paths, output, diff_sides, fingerprints, select, ignore, exclude, config_path, jobs) -> None:
+    """Write one HTML migration-readiness report: the checklist filled in, with its evidence."""
+    from acclint.reports.html import html_report
+    from acclint.reports.html_inputs import ReportInputError, check_output, load_comparison, load_diff
+    from acclint.reports.html_runtime import runtime_view
+    from acclint.reports.text import summary_line
+
+    def fail(message: str) -> None:
+        click.echo(f"acclint report: error: {message}", err=True)
+        sys.exit(2)
+
+    rules = _all_rules()
+    config = _scan_config(paths, config_path, select, ignore, exclude, None, {rule.code for rule in rules})
+    try:  # every input is checked before the scan, so a typo costs no time
+        check_output(output)
+        diff = load_diff(*diff_sides) if diff_sides else None
+        runtime = runtime_view(*load_comparison(*fingerprints)) if fingerprints else None
+    except ReportInputError as exc:
+        fail(str(exc))
+    active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
+    result = _run_scan(paths, active, config, jobs)
+    try:
+        page = html_report(result, rules, active_codes=frozenset(rule.code for rule in active), base_dir=Path.cwd(),
+                           paths=[str(p) for p in paths], diff=diff, runtime=runtime)
+        output.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}")
+    except Exception as exc:  # a bug of ours: say so plainly, exit 2, no traceback
+        fail(f"internal error: {type(exc).__name__}: {exc} (please report it with the command line)")
+    click.echo(f"Wrote {output}: {summary_line(result)}")

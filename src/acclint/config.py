@@ -30,6 +30,7 @@ class Config:
     severity: dict = field(default_factory=dict)  # code or category -> severity
     fail_on: str = "warning"
     source: Optional[Path] = None  # the file it came from
+    diff_ignore: list = field(default_factory=list)  # [tool.acclint.diff] ignore: keys, globs, groups
 
     def merged(self, *, select=None, ignore=None, exclude=None, fail_on=None) -> "Config":
         """Command-line options: --select replaces, --ignore and --exclude add."""
@@ -42,7 +43,8 @@ class Config:
         )
 
 
-_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on"}
+_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on", "diff"}
+_DIFF_KEYS = {"ignore"}
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
@@ -93,6 +95,12 @@ def _parse(section: dict, path: Path, known_codes: set) -> Config:
     if fail_on not in (*SEVERITIES, "never"):
         raise ConfigError(f"{path}: fail-on must be one of error, warning, info, never; not {fail_on!r}")
     config.fail_on = fail_on
+    diff = _table(section.get("diff", {}), "diff", path)
+    unknown_diff = set(diff) - _DIFF_KEYS
+    if unknown_diff:
+        raise ConfigError(f"{path}: unknown [tool.acclint.diff] key(s): {', '.join(sorted(unknown_diff))} "
+                          f"(known: {', '.join(sorted(_DIFF_KEYS))})")
+    config.diff_ignore = _strings(diff.get("ignore", []), "diff.ignore", path)
     return config
 
 

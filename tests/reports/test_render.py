@@ -23,7 +23,7 @@ RESULT = ScanResult(1, [Finding("ACL101", "seed", "warning", "train.py", 2, 1, 2
 
 
 def test_formats_offered_to_the_cli():
-    assert set(FORMATS) == {"text", "json", "github", "sarif"}
+    assert set(FORMATS) == {"text", "json", "github", "sarif", "html"}
 
 
 def test_render_dispatches_to_the_renderers():
@@ -34,6 +34,8 @@ def test_render_dispatches_to_the_renderers():
     assert render(RESULT, "github", [UnseededNumpy()]) == render_github(
         RESULT, {"ACL101": UnseededNumpy()})
     assert "title=ACL101 (unseeded-numpy)" in render(RESULT, "github", [UnseededNumpy()])
+    page = render(RESULT, "html", [UnseededNumpy()], active_codes=frozenset({"ACL101"}))
+    assert page.startswith("<!DOCTYPE html>") and 'id="rule-ACL101"' in page and 'data-rule="ACL101"' in page
 
 
 def test_sarif_through_render_defaults_to_the_package_version(tmp_path):

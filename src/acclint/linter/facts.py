@@ -42,6 +42,10 @@ class Value:
         return self.literal is not NOT_LITERAL
 
 
+class ParamGroups(tuple):
+    """Dicts of a list-of-dicts literal, keeping only their literal entries (`params` is code)."""
+
+
 @dataclass(slots=True)
 class Arg:
     keyword: Optional[str]
@@ -137,6 +141,11 @@ class FileFacts:
     imports: list = field(default_factory=list)
     functions: dict = field(default_factory=dict)  # qualname -> FunctionDef
     classes: dict = field(default_factory=dict)  # qualname -> ClassDef
+    # `NAME = <literal>` per (scope, name): the last such assignment, as (value, node).
+    constants: dict = field(default_factory=dict)
+    # Optimizer param groups written as a list of dicts (`[{"params": p, "weight_decay": 0.0}]`):
+    # call node -> ParamGroups of its first argument (the dicts' literal entries only).
+    param_groups: dict = field(default_factory=dict)
     main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)

@@ -24,6 +24,8 @@ _SKIPPED_FIELDS = frozenset(
         "star", "asynchronous", "indent", "whitespace_before_colon", "whitespace_after_colon",
     }
 )
+# Values of `NAME = ...` worth recording as constants (`LR = 3e-4`, `BETAS = (0.9, 0.95)`).
+_CONSTANT_NODES = (cst.Integer, cst.Float, cst.SimpleString, cst.UnaryOperation, cst.Tuple, cst.List)
 _LEAVES = (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis)
 _FIELDS: dict = {}
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -97,6 +99,24 @@ def literal(node: cst.CSTNode) -> Any:
             out[key] = value
         return out
     return F.NOT_LITERAL
+
+
+def param_groups(node) -> Optional[F.ParamGroups]:
+    """The literal entries of each dict in a list of dicts with string keys, else None."""
+    groups = []
+    for element in node.elements:
+        value = element.value if isinstance(element, cst.Element) else None
+        if not isinstance(value, cst.Dict):
+            return None
+        entries = {}
+        for item in value.elements:
+            if not isinstance(item, cst.DictElement):
+                continue
+            key, found = literal(item.key), literal(item.value)
+            if isinstance(key, str) and found is not F.NOT_LITERAL:
+                entries[key] = found
+        groups.append(entries)
+    return F.ParamGroups(groups) if groups else None
 
 
 @lru_cache(maxsize=8192)
@@ -235,6 +255,10 @@ class FileWalker:
             assigned_to=assigned_to,
         )
         self.facts.calls.append(call)
+        if node.args and type(node.args[0].value) in (cst.List, cst.Tuple):
+            groups = param_groups(node.args[0].value)
+            if groups is not None:
+                self.facts.param_groups[call.node] = groups
         return state
 
     def _import(self, node: cst.Import, state: _State, stack: list):
@@ -276,6 +300,8 @@ class FileWalker:
             if isinstance(target, cst.Name):
                 if value_dotted is not None:
                     self.aliases.append((target.value, value_dotted))
+                elif isinstance(value, _CONSTANT_NODES):
+                    self._constant(node, target.value, value, state)
             elif isinstance(target, cst.Attribute):
                 self.facts.assignments.append(
                     F.Assignment(
@@ -294,6 +320,13 @@ class FileWalker:
             stack.append(_AssignedCall(targets[0].value, value))
             return None
         return state
+
+    def _constant(self, node, name: str, value, state: _State) -> None:
+        found = literal(value)
+        if found is F.NOT_LITERAL and isinstance(value, (cst.List, cst.Tuple)):
+            found = param_groups(value) or F.NOT_LITERAL
+        if found is not F.NOT_LITERAL:
+            self.facts.constants[(state.scope, name)] = (found, self._node(node))
 
     def _subscript_write(self, node, target: cst.Subscript, value, state: _State) -> None:
         base = dotted_name(target.value)

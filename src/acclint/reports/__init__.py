@@ -1,4 +1,4 @@
-"""Reporters: turn a `ScanResult` into text, JSON, GitHub annotations or SARIF.
+"""Reporters: turn a `ScanResult` into text, JSON, GitHub annotations, SARIF or an HTML report.
 
 The CLI calls `render(result, fmt, rules, **options)`; `FORMATS` lists what `--format` accepts.
 Every renderer returns the report without a trailing newline (the CLI's echo adds it).
@@ -7,7 +7,7 @@ Every renderer returns the report without a trailing newline (the CLI's echo add
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence, Tuple
 
 from acclint import __version__
 from acclint.findings import ScanResult
@@ -19,9 +19,11 @@ from acclint.reports.sarif import render_sarif
 from acclint.reports.text import render_text
 
 __all__ = [
+    "DIFF_FORMATS",
     "FORMATS",
     "RenderOptions",
     "render",
+    "render_diff",
     "render_github",
     "render_json",
     "render_rule_list",
@@ -41,6 +43,8 @@ class RenderOptions:
     base_dir: Optional[str] = None  # sarif: project root, for relative URIs and fingerprints
     tool_version: str = __version__  # sarif
     information_uri: Optional[str] = None  # sarif
+    active_codes: Optional[frozenset] = None  # html: the rules that ran (None: all given), for "not checked"
+    paths: Tuple[str, ...] = ()  # html: what was scanned, for the report's header
 
 
 Renderer = Callable[[ScanResult, Sequence[Rule], RenderOptions], str]
@@ -68,7 +72,32 @@ def _sarif(result: ScanResult, rules: Sequence[Rule], options: RenderOptions) ->
     )
 
 
-FORMATS: dict[str, Renderer] = {"text": _text, "json": _json, "github": _github, "sarif": _sarif}
+def _html(result: ScanResult, rules: Sequence[Rule], options: RenderOptions) -> str:
+    from acclint.reports.html import html_report  # jinja2 and the templates, only when asked for
+
+    return html_report(result, rules, active_codes=options.active_codes, base_dir=options.base_dir,
+                       paths=options.paths, command="scan")
+
+
+FORMATS: dict[str, Renderer] = {"text": _text, "json": _json, "github": _github, "sarif": _sarif, "html": _html}
+
+
+DIFF_FORMATS = ("text", "json", "github")
+
+
+def render_diff(result, fmt: str, *, color: bool = False) -> str:
+    """Render an `acclint.setups.DiffResult` as text, json or github annotations."""
+    from acclint.reports.diff_github import render_diff_github
+    from acclint.reports.diff_json import render_diff_json
+    from acclint.reports.diff_text import render_diff_text
+
+    if fmt == "text":
+        return render_diff_text(result, color=color)
+    if fmt == "json":
+        return render_diff_json(result)
+    if fmt == "github":
+        return render_diff_github(result)
+    raise ValueError(f"unknown diff format {fmt!r}; expected one of {', '.join(DIFF_FORMATS)}")
 
 
 def render(result: ScanResult, fmt: str, rules: Iterable[Rule] = (), **options) -> str:

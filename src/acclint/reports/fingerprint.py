@@ -8,19 +8,16 @@ When the line cannot be read, the message stands in for it.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Optional, Union
 
 from acclint.findings import Finding
+from acclint.reports.sources import SourceCache
 
 # SARIF asks for versioned keys; ours is not GitHub's reserved `primaryLocationLineHash`, which
 # the upload action computes itself and warns about when a tool's value disagrees with its own.
 FINGERPRINT_KEY = "acclint/v1"
-
-# Python and the engine count lines on these breaks only (not str.splitlines' \f, \x1c, ...).
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def normalise(text: str) -> str:
@@ -31,25 +28,11 @@ class Fingerprinter:
     """Call with each finding in output order; identical identities get `:1`, `:2`, ... suffixes."""
 
     def __init__(self, base_dir: Union[str, Path, None] = None):
-        self._base = Path(base_dir) if base_dir is not None else None
-        self._lines: dict[str, Optional[list[str]]] = {}
+        self._sources = SourceCache(base_dir)
         self._seen: Counter[str] = Counter()
 
-    def _source_lines(self, path: str) -> Optional[list[str]]:
-        if path not in self._lines:
-            file = Path(path)
-            if self._base is not None and not file.is_absolute():
-                file = self._base / file
-            try:
-                text = file.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                self._lines[path] = None
-            else:
-                self._lines[path] = _LINE_BREAK.split(text)
-        return self._lines[path]
-
     def line_text(self, path: str, line: int) -> Optional[str]:
-        lines = self._source_lines(path)
+        lines = self._sources.lines(path)
         if lines is None or not 1 <= line <= len(lines):
             return None
         return normalise(lines[line - 1]) or None

@@ -1,0 +1,289 @@
+"""The HTML report without a browser: the checklist it fills in, snippets, the diff and runtime
+sections, self-containment, and the `report` / `scan --format html` commands with bad input.
+
+What the page does in a browser (filters, search, keys, no console errors) is in tests/browser/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from acclint.cli import main
+from acclint.config import Config
+from acclint.linter.engine import scan
+from acclint.reports.html import html_report
+from acclint.reports.html_inputs import DIFF_UNAVAILABLE
+from acclint.reports.html_model import FAIL, NOT_CHECKED, PASS, ScanScope, build_report, snippet
+from acclint.reports.html_runtime import bar_chart, runtime_view
+from acclint.reports.json_report import report_dict
+from acclint.reports.sources import SourceCache
+from acclint.rules import all_rules
+from html_report_inputs import BENCHMARK_FILE, BENCHMARK_TEXT, capture_fingerprints, copy_examples, diff_result, line_of
+
+CHECKLIST_KEYS = ["seed", "determinism", "hyperparameter", "fused-op", "contiguity", "mixed-precision",
+                  "framework-default", "debug-tooling", "runtime"]
+RULES = all_rules()
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory) -> Path:
+    return copy_examples(tmp_path_factory.mktemp("html"))
+
+
+@pytest.fixture(scope="module")
+def scanned(examples):
+    return scan([examples], RULES, Config(), jobs=1)
+
+
+@pytest.fixture(scope="module")
+def fingerprints(tmp_path_factory) -> tuple[Path, Path]:
+    return capture_fingerprints(tmp_path_factory.mktemp("fingerprints"))
+
+
+def model(result, *, active=None, diff=None, runtime=None, command="report"):
+    return build_report(scan=report_dict(result), scope=ScanScope(RULES, active), sources=SourceCache().lines,
+                        diff=diff, runtime=runtime, command=command)
+
+
+def items(report) -> dict:
+    return {item.key: item for item in report.checklist}
+
+
+# --- the checklist ----------------------------------------------------------------------------
+
+
+def test_every_checklist_item_has_a_row_with_a_status_and_a_reason_when_not_checked(scanned):
+    report = model(scanned)
+    rows = items(report)
+    assert list(rows)[: len(CHECKLIST_KEYS) - 1] == CHECKLIST_KEYS[:-1] and list(rows)[-1] == "runtime"
+    for key in ("seed", "determinism"):  # the examples break both on purpose
+        assert rows[key].status == FAIL
+        assert rows[key].counts["warning"] == sum(1 for f in scanned.findings
+                                                  if f.category == key and f.severity == "warning")
+    assert rows["hyperparameter"].status == NOT_CHECKED
+    assert "`--diff LEFT RIGHT`" in rows["hyperparameter"].reason
+    assert rows["runtime"].status == NOT_CHECKED and "`--fingerprints A.json B.json`" in rows["runtime"].reason
+    installed = {rule.category for rule in RULES}
+    for key in ("fused-op", "contiguity", "mixed-precision", "framework-default", "debug-tooling"):
+        if key in installed:  # the family has landed: it ran over the examples
+            assert rows[key].status in (PASS, FAIL) and rows[key].rules
+        else:
+            assert rows[key].status == NOT_CHECKED and "no rule of this family is installed" in rows[key].reason
+
+
+def test_score_is_passing_items_over_all_items(scanned, fingerprints):
+    clean = [f for f in scanned.findings if f.category != "seed"]
+    result = type(scanned)(scanned.files_scanned, clean, [], [])
+    runtime = runtime_view(*_compare(fingerprints[0], fingerprints[0]))
+    report = model(result, runtime=runtime)
+    rows = items(report)
+    assert rows["seed"].status == PASS and rows["runtime"].status == PASS
+    passed = sum(1 for item in report.checklist if item.status == PASS)
+    assert report.passed == passed and report.score == round(100 * passed / len(report.checklist))
+    assert "÷ all 9 checklist items" in report.formula
+
+
+def test_deselected_family_is_not_checked_and_says_why(scanned):
+    active = frozenset(rule.code for rule in RULES if rule.category != "seed")
+    result = type(scanned)(scanned.files_scanned, [f for f in scanned.findings if f.category != "seed"], [], [])
+    row = items(model(result, active=active))["seed"]
+    assert row.status == NOT_CHECKED and "turned off" in row.reason
+
+
+def test_info_findings_alone_leave_an_item_passing(scanned):
+    infos = [f for f in scanned.findings if f.severity == "info"]
+    assert infos, "the examples are expected to have an info finding"
+    category = infos[0].category
+    result = type(scanned)(scanned.files_scanned, [f for f in infos if f.category == category], [], [])
+    row = items(model(result))[category]
+    assert row.status == PASS and row.counts["info"] >= 1
+
+
+def test_a_finding_of_an_unknown_category_gets_its_own_row(scanned):
+    finding = scanned.findings[0]
+    odd = type(finding)(**{**finding.to_dict(), "category": "new-family"})
+    report = model(type(scanned)(1, [odd], [], []))
+    assert items(report)["new-family"].status == FAIL
+
+
+# --- snippets ---------------------------------------------------------------------------------
+
+
+def test_snippet_numbers_lines_and_marks_exactly_the_span():
+    lines = ["a = 1", "b = torch.f(x)", "c = 3", "d = 4"]
+    html = str(snippet(lines, {"line": 2, "column": 5, "end_line": 2, "end_column": 15}))
+    assert html.count('class="ln"') == 4
+    assert re.findall(r"<mark>(.*?)</mark>", html) == ["torch.f(x)"]
+    assert '<span class="hit"><span class="ln">2</span>b = <mark>' in html
+
+
+def test_snippet_marks_every_line_of_a_multiline_span_and_escapes_source():
+    lines = ["x = f(<a>,", "      b)", "y"]
+    html = str(snippet(lines, {"line": 1, "column": 5, "end_line": 2, "end_column": 9}))
+    assert re.findall(r"<mark>(.*?)</mark>", html) == ["f(&lt;a&gt;,", "      b)"]
+    assert "<a>" not in html
+
+
+def test_snippet_of_an_unreadable_file_or_a_line_past_the_end_is_empty():
+    assert str(snippet(None, {"line": 1, "column": 1})) == ""
+    assert str(snippet(["one line"], {"line": 9, "column": 1})) == ""
+
+
+# --- the page ---------------------------------------------------------------------------------
+
+
+def test_page_is_self_contained(scanned, examples):
+    page = html_report(scanned, RULES, base_dir=examples.parent)
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert not re.search(r"""<(link|img|iframe|object|embed)\b|\bsrc\s*=\s*["']|@import|url\(""", page)
+    assert not re.search(r"""href\s*=\s*["'](?!#)""", page)  # every link is to a place in the page
+
+
+def test_page_lists_findings_with_source_and_unreadable_files(scanned, examples):
+    page = html_report(scanned, RULES, base_dir=examples.parent, paths=[str(examples)])
+    assert page.count('<article class="finding') == len(scanned.findings)
+    line = line_of(examples / BENCHMARK_FILE, BENCHMARK_TEXT)
+    card = re.search(r'<article class="finding[^>]*data-rule="ACL202".*?</article>', page, re.S).group(0)
+    assert f'<span class="hit"><span class="ln">{line}</span>' in card and f"<mark>{BENCHMARK_TEXT}</mark>" in card
+    assert 'href="#rule-ACL202"' in card and 'id="rule-ACL202"' in page
+    assert 'id="errors"' in page and "broken.py" in page.split('id="errors"', 1)[1].split("</section>", 1)[0]
+
+
+def test_diff_section_shows_values_lines_and_defaults(scanned, examples):
+    diff = diff_result(examples)
+    report = model(scanned, diff=diff)
+    row = items(report)["hyperparameter"]
+    assert row.status == FAIL and row.differences == 2 and row.evidence == "setup-diff"
+    page = html_report(scanned, RULES, diff=diff)
+    section = page.split('id="setup-diff"', 1)[1].split("</section>", 1)[0]
+    beta = re.search(r'<tr class="diff-row" data-key="adam-beta2">(.*?)</tr>', section, re.S).group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", beta, re.S)
+    gpu_line = line_of(examples / "gpu" / "train.py", "betas=")
+    assert cells[2] == "0.95" and cells[3].endswith(f"train.py:{gpu_line}") and cells[4] == "0.999"
+    batch = re.search(r'data-key="global-batch-size">(.*?)</tr>', section, re.S).group(1)
+    assert re.findall(r"<td[^>]*>(.*?)</td>", batch, re.S)[5] == "default"
+    assert "4 settings agree" in section
+
+
+def _compare(left: Path, right: Path):
+    from acclint.reports.html_inputs import load_comparison
+
+    return load_comparison(left, right)
+
+
+def test_runtime_view_from_real_fingerprints(fingerprints):
+    result, left, right = _compare(*fingerprints)
+    view = runtime_view(result, left, right)
+    assert view["ok"] is False
+    # The eps difference shows first as the loss, or as the module setting where the runtime records those.
+    cause = next(m for m in result.to_dict()["mismatches"] if not m.get("consequence_of"))
+    assert view["first_cause"]["kind"] == cause["kind"] in ("loss", "module-config")
+    stages = {row["stage"]: row["status"] for row in view["stages"]}
+    assert stages.get("weights") == "same" and stages.get("optimizer") == "same"
+    assert "differs" in stages.values()
+    titles = [chart["title"] for chart in view["charts"]]
+    assert any(title.startswith("Gradient norms") for title in titles)
+    assert not any(title.startswith("Initial weights") for title in titles)  # identical weights: no chart
+    grads = next(c for c in view["charts"] if c["title"].startswith("Gradient norms"))
+    assert all(bar["differs"] for bar in grads["bars"]) and grads["threshold_x"] is not None
+
+
+def test_first_cause_skips_mismatches_that_follow_from_an_earlier_one():
+    compare_json = {"version": 1, "ok": False, "mismatches": [
+        {"kind": "update", "name": "loss-after-step", "left": 1.21, "right": 1.19, "message": "after",
+         "consequence_of": "optimizer-hparam"},
+        {"kind": "optimizer-hparam", "name": "adam-beta2", "left": 0.95, "right": 0.999, "message": "beta2"},
+        {"kind": "module-config", "name": "norm.eps", "left": 1e-5, "right": 1e-6, "message": "eps"},
+    ]}
+    view = runtime_view(compare_json, "a.json", "b.json")
+    assert view["first_cause"]["name"] == "adam-beta2"
+    # Without stages, one row per kind, whatever the kinds are.
+    assert [row["stage"] for row in view["stages"]] == ["update", "optimizer-hparam", "module-config"]
+    assert "follow from an earlier difference" in view["stages"][0]["note"]
+
+
+def test_bar_chart_is_left_out_when_nothing_differs_and_orders_largest_first():
+    assert bar_chart("t", [("a", 1.0, 1.0, False)], None, "x") is None
+    chart = bar_chart("t", [("a", 1.0, 1.001, True), ("b", 1.0, 2.0, True), ("c", 0.0, 0.0, False)], 1e-5, "x")
+    assert [bar["name"] for bar in chart["bars"]] == ["b", "a", "c"]
+    assert chart["bars"][0]["width"] > chart["bars"][1]["width"] > chart["bars"][2]["width"] == 0
+
+
+# --- the commands -----------------------------------------------------------------------------
+
+
+def test_report_command_writes_one_page_with_every_checklist_item(examples, fingerprints, tmp_path):
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(examples), "--fingerprints", *map(str, fingerprints),
+                                       "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    for key in CHECKLIST_KEYS:
+        assert f'data-item="{key}"' in page
+    assert 'id="runtime"' in page and 'id="first-cause"' in page and "<svg" in page
+    assert "1 file could not be read" in result.output
+
+
+def test_scan_format_html_keeps_the_scan_exit_code(examples, tmp_path):
+    out = tmp_path / "scan.html"
+    result = CliRunner().invoke(main, ["scan", str(examples / "gpu"), "--format", "html", "-o", str(out)])
+    assert result.exit_code == 1  # findings at warning
+    page = out.read_text(encoding="utf-8")
+    assert page.lstrip().startswith("<!DOCTYPE html>") and "use <code>acclint report --diff LEFT RIGHT</code>" in page
+
+
+@pytest.mark.parametrize("case", ["missing-folder", "foreign-fingerprint", "future-fingerprint", "missing-diff-side"])
+def test_bad_input_exits_2_with_a_clear_message(case, examples, fingerprints, tmp_path):
+    out = tmp_path / "report.html"
+    args = ["report", str(examples), "-o", str(out)]
+    if case == "missing-folder":
+        args[-1], expected = str(tmp_path / "nowhere" / "report.html"), "folder"
+    elif case == "foreign-fingerprint":
+        other = tmp_path / "msprobe.json"
+        other.write_text(json.dumps({"task": "statistics", "level": "L1", "data": {}}), encoding="utf-8")
+        args += ["--fingerprints", str(other), str(fingerprints[1])]
+        expected = "not an acclint fingerprint"
+    elif case == "future-fingerprint":
+        newer = tmp_path / "newer.json"
+        data = json.loads(Path(fingerprints[0]).read_text(encoding="utf-8"))
+        newer.write_text(json.dumps({**data, "version": 99}), encoding="utf-8")
+        args += ["--fingerprints", str(newer), str(fingerprints[1])]
+        expected = "version 99"
+    else:
+        args += ["--diff", str(examples / "gpu"), str(tmp_path / "no-such-npu")]
+        expected = "no-such-npu: no such file or folder"
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert expected in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_diff_without_the_setups_package_says_it_is_not_available(examples, tmp_path, monkeypatch):
+    # A build without acclint.setups (None in sys.modules makes its import fail).
+    monkeypatch.setitem(sys.modules, "acclint.setups", None)
+    result = CliRunner().invoke(main, ["report", str(examples), "--diff", str(examples / "gpu"), str(examples / "npu"),
+                                       "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 2 and DIFF_UNAVAILABLE in result.output
+
+
+def test_diff_end_to_end_through_acclint_setups(examples, tmp_path):
+    pytest.importorskip("acclint.setups", reason="acclint diff (acclint.setups) has not landed in this build")
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(main, ["report", str(examples), "--diff", str(examples / "gpu" / "train.py"),
+                                       str(examples / "npu" / "train.py"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    section = out.read_text(encoding="utf-8").split('id="setup-diff"', 1)[1].split("</section>", 1)[0]
+    assert 'data-key="adam-beta2"' in section  # the examples' betas differ: (0.9, 0.95) vs (0.9, 0.999)
+
+
+def test_files_with_the_most_severe_findings_come_first_in_an_item(scanned):
+    report = model(scanned)
+    for group in report.groups:
+        ranks = [min({"error": 0, "warning": 1, "info": 2}[f.severity] for f in file.findings) for file in group.files]
+        assert ranks == sorted(ranks)
