@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Iterator
 
@@ -123,7 +124,12 @@ class ShardedRun:
             if cause:
                 raise FingerprintError(f"{cause}; rank {self.rank} stopped during {what} because of it "
                                        f"({_first_line(error)})") from error
-            self._publish(f"{type(error).__name__}: {_first_line(error)}")
+            message = f"{type(error).__name__}: {_first_line(error)}"
+            self._publish(message)
+            # The others reach an exchange next (unless a collective of the model holds them): meet
+            # them there with the error so they need not wait for the timeout.
+            with contextlib.suppress(FingerprintError):
+                self._exchange(_Failed(self.rank, message), "reporting the failure")
             if isinstance(error, FingerprintError):
                 raise
             raise FingerprintError(f"{what} failed on rank {self.rank}: {type(error).__name__}: {_first_line(error)}") from error
@@ -143,7 +149,12 @@ class ShardedRun:
             self.dist.all_gather_object(gathered, payload, group=self.group)
             return gathered
 
-        return self._collective(run, what)
+        gathered = self._collective(run, what)
+        failed = [item for item in gathered if isinstance(item, _Failed)]
+        if failed and not isinstance(payload, _Failed):
+            causes = "; ".join(f"rank {item.rank} failed: {item.message}" for item in failed)
+            raise FingerprintError(f"{causes}; rank {self.rank} stopped {what} because of it")
+        return gathered
 
     def _collective(self, run: Any, what: str) -> Any:
         try:
@@ -180,6 +191,14 @@ class ShardedRun:
                 if rank != self.rank and store.check([key]):
                     found.append(f"rank {rank} failed: {store.get(key).decode('utf-8', 'replace')}")
         return "; ".join(found) or None
+
+
+@dataclass
+class _Failed:
+    """What a failed rank sends to an exchange instead of its payload."""
+
+    rank: int
+    message: str
 
 
 def _gloo_group(dist: Any, timeout: float) -> Any:
