@@ -145,6 +145,8 @@ class Fingerprint:
         data = asdict(self)
         for transient in ("tensors", "path"):
             data.pop(transient)
+        if not data["logical"]:
+            del data["logical"]  # written for merged fingerprints only: a one-process file is as before
         ordered = {"format": FORMAT, "version": data.pop("version")}
         ordered.update(data)
         return _encode_non_finite(ordered)
@@ -195,19 +197,11 @@ class Fingerprint:
 
 
 def load(path: str | Path) -> Fingerprint:
-    """Read a fingerprint file written by `Fingerprint.save`; FingerprintError on any problem.
-
-    When `path` does not exist but the per-rank files saving it wrote do ("npu.rank0.json", ...),
-    they are merged into one fingerprint of the whole job (rank_files)."""
+    """Read a fingerprint file written by `Fingerprint.save`; FingerprintError on any problem."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        from acclint.runtime_checks.rank_files import load_ranks
-
-        merged = load_ranks(path, load)  # the files each rank of a MindSpore job wrote
-        if merged is not None:
-            return merged
         raise FingerprintError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FingerprintError(f"{path}: cannot read: {exc}") from None

@@ -1,4 +1,4 @@
-"""One fingerprint from the files the ranks of a job wrote one by one (MindSpore under msrun).
+"""Loading fingerprints, and one fingerprint from the files the ranks of a job wrote one by one (msrun).
 
 A MindSpore rank has no torch.distributed to merge through while it captures, so each rank
 writes its own file (`npu.json` -> `npu.rank0.json`, `npu.rank1.json`, ...). Loading `npu.json`
@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
-
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.fingerprint import Fingerprint, TensorRecord
+from acclint.runtime_checks.fingerprint import load as load_file
 from acclint.runtime_checks.logical import Block, Logical, RankPart, merge, plan
 from acclint.runtime_checks.ranks import rank_path
 from acclint.runtime_checks.sharding import Piece
+
+
+def load(path: str | Path) -> Fingerprint:
+    """A fingerprint file; for a path that only the ranks' own files exist for ("npu.json" ->
+    "npu.rank0.json", ...), those files merged into one. FingerprintError on any problem."""
+    path = Path(path)
+    if not path.exists():
+        merged = load_ranks(path)
+        if merged is not None:
+            return merged
+    return load_file(path)
 
 
 def rank_files(path: Path) -> dict[int, Path]:
@@ -32,12 +42,12 @@ def rank_files(path: Path) -> dict[int, Path]:
     }
 
 
-def load_ranks(path: Path, load_one: Callable[[Path], Fingerprint]) -> Fingerprint | None:
+def load_ranks(path: Path) -> Fingerprint | None:
     """The merged fingerprint of `path`'s rank files; None when there are none."""
     files = rank_files(path)
     if not files:
         return None
-    parts = {rank: load_one(file) for rank, file in sorted(files.items())}
+    parts = {rank: load_file(file) for rank, file in sorted(files.items())}
     sizes = sorted({fp.world_size for fp in parts.values()})
     if len(sizes) != 1:
         raise FingerprintError(f"{path}: the rank files come from runs of {' and '.join(map(str, sizes))} ranks")
