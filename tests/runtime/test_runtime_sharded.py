@@ -85,13 +85,16 @@ def test_every_rank_gets_the_fingerprint_and_only_rank_0_writes_it(runs):
 
 
 # ---------------------------------------------------------------------------- the other layouts
-def test_ddp_counts_replicas_once_and_averages_the_loss(runs, single):
+def test_ddp_counts_replicas_once_joins_the_batch_and_averages_the_loss(runs, single):
     ddp, whole = load(runs / "ddp.json"), load(single)
     assert [p.name for p in ddp.params] == [p.name for p in whole.params]  # no "module." prefix
     assert ddp.param_count() == whole.param_count()
     # Each rank saw half the batch: the mean of the two halves' losses is the full batch's loss.
     assert ddp.step.loss == pytest.approx(whole.step.loss, rel=1e-6)
-    assert ddp.batch is None  # the ranks saw different samples: no one batch to record
+    # The ranks' halves, joined in rank order, are the batch the single process took.
+    assert [(v.path, v.shape, v.sha256, v.samples) for v in ddp.batch] == [
+        (v.path, v.shape, v.sha256, v.samples) for v in whole.batch
+    ]
     result = compare(whole, ddp)
     assert result.ok, result.verdict()
 

@@ -64,6 +64,8 @@ def capture(
     if clip_grad_norm is not None:
         fingerprint.optimizer.extra["clip-grad"] = float(clip_grad_norm)
     fingerprint.batch = batch_records(adapter, batch)
+    if run is not None:
+        run.batch = batch
     recorder = None
     if activations and adapter.forward_hooks_unavailable() is None:
         recorder = ForwardRecorder(adapter)

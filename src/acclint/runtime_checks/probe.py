@@ -61,6 +61,8 @@ class Probe:
         if step == 0:
             if batch is not None:
                 self._fingerprint.batch = batch_records(self._adapter, batch)
+                if self._run is not None:
+                    self._run.batch = batch
             self._step = StepRecord(
                 loss=value,
                 grad_norm=None,

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Iterator
 
+import numpy as np
+
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.fingerprint import Fingerprint, TensorRecord
 from acclint.runtime_checks.logical import Block, Logical, RankPart, assemble, merge, plan
 from acclint.runtime_checks.ranks import torch_distributed
-from acclint.runtime_checks.records import NamedTensor, tensor_records
+from acclint.runtime_checks.records import NamedTensor, named_tensors, tensor_records, value_record
 from acclint.runtime_checks.sharding import local_tensor, piece_of, shared_across_stages, tensor_parallel_of
 
 # Seconds a rank waits for the others at acclint's own exchanges.
@@ -52,6 +54,7 @@ class ShardedRun:
         self.blocks: dict[str, list[Block]] = {}
         self.logical: list[Logical] = []
         self.records: dict[tuple[str, str], TensorRecord] = {}
+        self.batch: Any = None  # this rank's step-0 batch, when recorded (data-parallel ranks' are joined)
 
     @classmethod
     def start(cls, adapter: Any, tensor_parallel_group: Any = None, timeout: float = DEFAULT_TIMEOUT) -> "ShardedRun | None":
@@ -91,26 +94,34 @@ class ShardedRun:
 
     def _gather(self, entry: Logical, tensors: dict[tuple[str, str], Any]) -> Any:
         """The full tensor on rank 0 (None elsewhere), block by block from the ranks holding them."""
+        sources = [(rank, block.piece.shape, block.dtype) for rank, block in entry.sources]
+        arrays = self._collect(sources, tensors.get((entry.kind, entry.name)), entry.name)
+        if arrays is None:
+            return None
+        pieces = [block.piece for _, block in entry.sources]
+        return self.adapter.torch.from_numpy(assemble(entry.global_shape, zip(pieces, arrays)))
+
+    def _collect(self, sources: list[tuple[int, Any, str]], local: Any, name: str) -> list[np.ndarray] | None:
+        """On rank 0, the host copy of each (rank, shape, dtype name) source's tensor, in order; None
+        elsewhere. `local` is this rank's tensor. Floats travel as float32 (what is hashed; every
+        16-bit float is exact in it), everything else as int64."""
         torch = self.adapter.torch
         arrays = []
-        for source, block in entry.sources:
+        for source, shape, dtype in sources:
             if source == self.rank:
-                data = local_tensor(tensors[(entry.kind, entry.name)]).detach()
-                data = data.float() if data.is_floating_point() else data.long()
-                data = data.cpu().contiguous()
+                data = local_tensor(local).detach()
+                data = (data.float() if data.is_floating_point() else data.long()).cpu().contiguous()
                 if self.rank != 0:
-                    self._collective(lambda: self.dist.send(data, dst=0, group=self.group), f"sending {entry.name}")
+                    self._collective(lambda: self.dist.send(data, dst=0, group=self.group), f"sending {name}")
                     continue
             elif self.rank == 0:
-                floating = block.dtype.startswith(("float", "bfloat"))
-                data = torch.empty(block.piece.shape, dtype=torch.float32 if floating else torch.int64)
-                self._collective(lambda: self.dist.recv(data, src=source, group=self.group), f"receiving {entry.name}")
+                floating = dtype.startswith(("float", "bfloat"))
+                data = torch.empty(tuple(shape), dtype=torch.float32 if floating else torch.int64)
+                self._collective(lambda: self.dist.recv(data, src=source, group=self.group), f"receiving {name}")
             else:
                 continue
-            arrays.append((block.piece, data.numpy()))
-        if self.rank != 0:
-            return None
-        return torch.from_numpy(assemble(entry.global_shape, arrays))
+            arrays.append(data.numpy())
+        return arrays if self.rank == 0 else None
 
     # ------------------------------------------------------------------ exchange 2: the fingerprint
     @contextlib.contextmanager
@@ -138,7 +149,33 @@ class ShardedRun:
         """The one logical fingerprint from every rank's local one (collective)."""
         gathered = self._exchange(local, "collecting the step")
         parts = [RankPart(rank, [], [], fp) for rank, fp in enumerate(gathered)]
-        return merge(parts, self.logical, lambda entry: self.records[(entry.kind, entry.name)], self.rank)
+        merged = merge(parts, self.logical, lambda entry: self.records[(entry.kind, entry.name)], self.rank)
+        if merged.batch is None and self.batch is not None:
+            merged.batch = self._data_parallel_batch([fp.batch for fp in gathered])
+        return merged
+
+    def _data_parallel_batch(self, batches: list[Any]) -> Any:
+        """The global batch of data-parallel ranks: each distinct rank batch once, concatenated
+        along the first dimension in rank order (the samples a single process would take)."""
+        if any(b is None for b in batches):
+            return None
+        layouts = {tuple((v.path, tuple(v.shape[1:]), v.dtype) for v in b) for b in batches}
+        if len(layouts) != 1 or any(not v.shape for v in batches[0]):
+            return None  # not one batch split over the ranks
+        replicas: dict[tuple[str, ...], int] = {}
+        for rank, batch in enumerate(batches):
+            replicas.setdefault(tuple(v.sha256 for v in batch), rank)
+        sources = sorted(replicas.values())
+        mine = dict(named_tensors(self.batch, self.adapter.is_tensor))
+        records = []
+        for index, value in enumerate(batches[0]):
+            parts = [(rank, batches[rank][index].shape, value.dtype) for rank in sources]
+            arrays = self._collect(parts, mine.get(value.path), f"batch tensor {value.path or '<batch>'}")
+            if arrays is not None:
+                records.append(value_record(value.path, np.concatenate(arrays), value.dtype, per_sample=True))
+        box = [records]
+        self._collective(lambda: self.dist.broadcast_object_list(box, src=0, group=self.group), "sharing the batch")
+        return box[0]
 
     # ------------------------------------------------------------------ communication
     def _exchange(self, payload: Any, what: str) -> list[Any]:
