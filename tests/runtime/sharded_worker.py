@@ -123,6 +123,23 @@ def rank_dies() -> None:
                                          timeout=TIMEOUT))
 
 
+def ddp_rank_fails() -> None:
+    from torch.nn.parallel import DistributedDataParallel
+
+    def loss_fn(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
+        if RANK == 1:
+            raise ValueError("labels out of range on this rank")
+        return models.loss_fn(model, batch)
+
+    model = DistributedDataParallel(models.mlp())
+    # Rank 0 waits in DDP's gradient all-reduce (the model's own collective, not acclint's) until
+    # rank 1 leaves the job; rank 1 waits for rank 0 at acclint's exchange until the timeout.
+    expect_error("ddp-fails", lambda: capture(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn,
+                                              models.batch(), timeout=5.0))
+    if RANK == 1:
+        os._exit(0)
+
+
 SCENARIOS = {
     "ddp": ddp,
     "tp": lambda: dtensor_tp(1e-3, "tp"),
@@ -133,6 +150,7 @@ SCENARIOS = {
     "disagree": disagree,
     "fails": rank_fails,
     "dies": rank_dies,
+    "ddp-fails": ddp_rank_fails,
 }
 
 
@@ -141,7 +159,7 @@ def main() -> None:
     dist.init_process_group("gloo")
     for scenario in sys.argv[2:]:
         SCENARIOS[scenario]()
-    if "dies" in sys.argv[2:]:
+    if {"dies", "ddp-fails"} & set(sys.argv[2:]):
         os._exit(0)  # the other rank is gone: no collective can end this job cleanly
     dist.barrier()
     dist.destroy_process_group()

@@ -148,3 +148,14 @@ def test_a_rank_that_dies_ends_the_wait_with_an_error(torch, tmp_path):
     assert statuses == [0, 3]  # the job ends: rank 1 is gone, rank 0 reported and exited
     rank0 = json.loads((tmp_path / "report-dies-0.json").read_text())
     assert rank0["error"].startswith("rank 0 gave up collecting the step after waiting")
+
+
+def test_a_rank_failing_while_the_others_wait_in_a_collective_of_the_model(torch, tmp_path):
+    statuses = [status for status, _ in run_ranks(WORKER, [str(tmp_path), "ddp-fails"], timeout=120)]
+    assert statuses == [0, 0]
+    rank0, rank1 = reports(tmp_path, "ddp-fails")
+    assert rank1["error"] == "the captured step failed on rank 1: ValueError: labels out of range on this rank"
+    # Rank 0 was inside DDP's all-reduce when rank 1 left: the store names the cause.
+    assert rank0["error"].startswith(
+        "rank 1 failed: ValueError: labels out of range on this rank; rank 0 stopped during the captured step"
+    )
