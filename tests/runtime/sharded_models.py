@@ -114,10 +114,10 @@ def megatron_tp(rank: int, size: int) -> torch.nn.Sequential:
                                RowParallelLinear(full[2], rank, size), full[3])
 
 
-def probe_steps(probe, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:  # noqa: ANN001
+def probe_steps(probe, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_of=loss_fn) -> None:  # noqa: ANN001
     """Two plain training steps with the probe recording them (the loop a Megatron user keeps)."""
     for step, data in enumerate((batch(), batch(seed=8))):
-        loss = loss_fn(model, data)
+        loss = loss_of(model, data)
         loss.backward()
         optimizer.step()
         probe.record(step, loss, batch=data if step == 0 else None)
@@ -168,10 +168,5 @@ def pipeline_step(stage: torch.nn.Module, optimizer: torch.optim.Optimizer, data
     return loss
 
 
-def pipeline_reference_steps(probe, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:  # noqa: ANN001
-    for step, data in enumerate((batch(), batch(seed=8))):
-        loss = torch.nn.functional.mse_loss(run_layers(model, data[0]), data[1])
-        loss.backward()
-        optimizer.step()
-        probe.record(step, loss, batch=data if step == 0 else None)
-        optimizer.zero_grad()
+def deep_loss(model: torch.nn.Module, data: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    return torch.nn.functional.mse_loss(run_layers(model, data[0]), data[1])

@@ -101,41 +101,27 @@ def disagree() -> None:
                                              models.batch(), timeout=TIMEOUT))
 
 
-def rank_fails() -> None:
+def fails_on_rank_1(scenario: str, model: torch.nn.Module, failure: object, timeout: float = TIMEOUT) -> None:
+    """Capture where rank 1's loss_fn calls `failure` (raises, or ends the process) and rank 0's runs."""
     def loss_fn(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
         if RANK == 1:
-            raise ValueError("labels out of range on this rank")
+            failure()
         return models.loss_fn(model, batch)
 
-    model = models.mlp()
-    expect_error("fails", lambda: capture(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn, models.batch(),
-                                          timeout=TIMEOUT))
+    expect_error(scenario, lambda: capture(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn, models.batch(),
+                                           timeout=timeout))
 
 
-def rank_dies() -> None:
-    def loss_fn(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
-        if RANK == 1:
-            os._exit(3)  # the process is gone: no message, no goodbye
-        return models.loss_fn(model, batch)
-
-    model = models.mlp()
-    expect_error("dies", lambda: capture(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn, models.batch(),
-                                         timeout=TIMEOUT))
+def bad_labels() -> None:
+    raise ValueError("labels out of range on this rank")
 
 
 def ddp_rank_fails() -> None:
     from torch.nn.parallel import DistributedDataParallel
 
-    def loss_fn(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
-        if RANK == 1:
-            raise ValueError("labels out of range on this rank")
-        return models.loss_fn(model, batch)
-
-    model = DistributedDataParallel(models.mlp())
     # Rank 0 waits in DDP's gradient all-reduce (the model's own collective, not acclint's) until
     # rank 1 leaves the job; rank 1 waits for rank 0 at acclint's exchange until the timeout.
-    expect_error("ddp-fails", lambda: capture(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn,
-                                              models.batch(), timeout=5.0))
+    fails_on_rank_1("ddp-fails", DistributedDataParallel(models.mlp()), bad_labels, timeout=5.0)
     if RANK == 1:
         os._exit(0)
 
@@ -148,8 +134,8 @@ SCENARIOS = {
     "pipeline": pipeline,
     "fsdp2": fsdp2,
     "disagree": disagree,
-    "fails": rank_fails,
-    "dies": rank_dies,
+    "fails": lambda: fails_on_rank_1("fails", models.mlp(), bad_labels),
+    "dies": lambda: fails_on_rank_1("dies", models.mlp(), lambda: os._exit(3)),  # gone: no message, no goodbye
     "ddp-fails": ddp_rank_fails,
 }
 

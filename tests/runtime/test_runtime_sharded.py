@@ -104,28 +104,28 @@ def test_fsdp2_fully_shard_runs_on_cpu_and_is_at_parity(runs, single):
     assert result.ok, result.verdict()
 
 
-def test_megatron_style_layers_through_the_probe(torch, runs):
-    model = models.mlp()
+def probed(torch, model, loss_of=models.loss_fn):  # noqa: ANN001, ANN201
+    """The single-process Probe fingerprint of the same two steps."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     probe = Probe(model, optimizer)
-    models.probe_steps(probe, model, optimizer)
+    models.probe_steps(probe, model, optimizer, loss_of)
+    return probe.fingerprint()
+
+
+def test_megatron_style_layers_through_the_probe(torch, runs):
     sharded = load(runs / "megatron.json")
     assert [p.shape for p in sharded.params] == [[16, 8], [16], [4, 16], [4], [4], [4]]
-    result = compare(probe.fingerprint(), sharded)
+    result = compare(probed(torch, models.mlp()), sharded)
     assert result.ok, result.verdict()
 
 
 def test_pipeline_stages_merge_into_the_whole_model(torch, runs):
-    model = models.deep()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    probe = Probe(model, optimizer)
-    models.pipeline_reference_steps(probe, model, optimizer)
-    stages = load(runs / "pipeline.json")
-    assert [p.name for p in stages.params] == [p.name for p in probe.fingerprint().params]  # layers 0-1, then 2-3
+    single, stages = probed(torch, models.deep(), models.deep_loss), load(runs / "pipeline.json")
+    assert [p.name for p in stages.params] == [p.name for p in single.params]  # layers 0-1, then 2-3
     assert [len(g.params) for g in stages.optimizer.groups] == [8]  # both stages' parameters, one group
     assert [r["has_loss"] for r in reports(runs, "pipeline")] == [False, True]
-    assert stages.step.loss == pytest.approx(probe.fingerprint().step.loss, rel=1e-6)  # the last stage's loss
-    result = compare(probe.fingerprint(), stages)
+    assert stages.step.loss == pytest.approx(single.step.loss, rel=1e-6)  # the last stage's loss
+    result = compare(single, stages)
     assert result.ok, result.verdict()
 
 
