@@ -48,7 +48,13 @@ class ShardedRun:
         self.dist = dist
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.timeout = float(timeout)
-        self.group = _gloo_group(dist, self.timeout)
+        try:
+            self.group = _gloo_group(dist, self.timeout)
+        except RuntimeError as error:  # making a group is collective: a rank that never comes times it out
+            raise FingerprintError(
+                f"rank {self.rank} could not reach the other ranks within {self.timeout:g} s: capture and Probe are "
+                f"collective, every rank of the job must call them ({_first_line(error)})"
+            ) from None
         self.tensor_parallel = tensor_parallel_of(tensor_parallel_group)
         self.id = next(_runs)
         self.blocks: dict[str, list[Block]] = {}
