@@ -112,6 +112,11 @@ def fails_on_rank_1(scenario: str, model: torch.nn.Module, failure: object, time
                                            timeout=timeout))
 
 
+def no_tensor_parallel_group() -> None:
+    model = models.megatron_tp(RANK, 2)  # Megatron-style parameters, and no parallel_state to say the group
+    expect_error("no-tp-group", lambda: Probe(model, torch.optim.Adam(model.parameters()), timeout=TIMEOUT))
+
+
 def bad_labels() -> None:
     raise ValueError("labels out of range on this rank")
 
@@ -134,6 +139,7 @@ SCENARIOS = {
     "pipeline": pipeline,
     "fsdp2": fsdp2,
     "disagree": disagree,
+    "no-tp-group": no_tensor_parallel_group,
     "fails": lambda: fails_on_rank_1("fails", models.mlp(), bad_labels),
     "dies": lambda: fails_on_rank_1("dies", models.mlp(), lambda: os._exit(3)),  # gone: no message, no goodbye
     "ddp-fails": ddp_rank_fails,

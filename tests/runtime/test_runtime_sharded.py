@@ -19,7 +19,7 @@ from acclint.cli import main as cli
 from acclint.runtime import Probe, capture, compare, load
 
 WORKER = Path(__file__).with_name("sharded_worker.py")
-SCENARIOS = ["tp", "tp-lr", "ddp", "fsdp2", "megatron", "pipeline", "disagree", "fails"]
+SCENARIOS = ["tp", "tp-lr", "ddp", "fsdp2", "megatron", "pipeline", "disagree", "no-tp-group", "fails"]
 
 
 def launch(out_dir: Path, scenarios: list[str]) -> None:
@@ -134,6 +134,14 @@ def test_ranks_with_different_models_fail_on_every_rank(runs):
     for report in reports(runs, "disagree"):
         assert report["error"].startswith("ranks 0 and 1 disagree on the model's parameters")
         assert "only rank 1 has 4.bias, 4.weight" in report["error"]
+
+
+def test_megatron_parameters_without_a_tensor_parallel_group_fail_with_the_fix(runs):
+    for report in reports(runs, "no-tp-group"):
+        assert report["error"] == (
+            "parameter 0.weight is marked tensor_model_parallel, but the tensor-parallel group is unknown: "
+            "initialise megatron.core.parallel_state, or pass tensor_parallel_group= to capture / Probe"
+        )
 
 
 def test_a_rank_failing_in_its_step_is_named_on_every_rank(runs):

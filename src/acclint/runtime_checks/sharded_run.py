@@ -57,7 +57,6 @@ class ShardedRun:
             ) from None
         self.tensor_parallel = tensor_parallel_of(tensor_parallel_group)
         self.id = next(_runs)
-        self.blocks: dict[str, list[Block]] = {}
         self.logical: list[Logical] = []
         self.records: dict[tuple[str, str], TensorRecord] = {}
         self.batch: Any = None  # this rank's step-0 batch, when recorded (data-parallel ranks' are joined)
@@ -78,8 +77,9 @@ class ShardedRun:
     def tensor_records(self, params: list[NamedTensor], state: list[NamedTensor]) -> None:
         """Plan the logical tensors from every rank's blocks and summarise each full tensor on rank 0."""
         local = {"params": params, "state": state}
-        self.blocks = {kind: [self._block(item) for item in items] for kind, items in local.items()}
-        gathered = self._exchange(self.blocks, "describing the model")
+        with self.guard("describing the model"):  # a layout this rank cannot read fails every rank
+            blocks = {kind: [self._block(item) for item in items] for kind, items in local.items()}
+        gathered = self._exchange(blocks, "describing the model")
         parts = [RankPart(rank, blocks["params"], blocks["state"], fingerprint=None) for rank, blocks in enumerate(gathered)]
         self.logical = plan(parts)  # the same inputs on every rank: an error is raised on every rank alike
         tensors = {(kind, item.name): item.tensor for kind, items in local.items() for item in items}
@@ -90,9 +90,7 @@ class ShardedRun:
                 item = NamedTensor(entry.block.native_name, entry.name, entry.block.module, full,
                                    entry.block.trainable, entry.global_shape, entry.block.dtype)
                 records[(entry.kind, entry.name)] = tensor_records([item], self.adapter.to_host)[0]
-        box = [records]
-        self._collective(lambda: self.dist.broadcast_object_list(box, src=0, group=self.group), "sharing the records")
-        self.records = box[0]
+        self.records = self._from_rank_0(records, "sharing the records")
 
     def _block(self, item: NamedTensor) -> Block:
         return Block(item.name, item.native_name, item.module, item.trainable, item.dtype,
@@ -132,24 +130,26 @@ class ShardedRun:
     # ------------------------------------------------------------------ exchange 2: the fingerprint
     @contextlib.contextmanager
     def guard(self, what: str) -> Iterator[None]:
-        """Around this rank's own work: a failure is published before it is raised, so the other
-        ranks name it; a failure caused by another rank's is reported as that rank's."""
+        """Around this rank's own work: a failure is published and brought to the next exchange, so
+        the other ranks name it without waiting for the timeout. An error of acclint's own (bad
+        input this rank found) is this rank's; any other error after another rank failed (a
+        collective of the model breaking off) is reported as a consequence of that rank's."""
         try:
             yield
         except Exception as error:
-            cause = self._failures()
-            if cause:
-                raise FingerprintError(f"{cause}; rank {self.rank} stopped during {what} because of it "
-                                       f"({_first_line(error)})") from error
+            cause = None if isinstance(error, FingerprintError) else self._failures()
             message = f"{type(error).__name__}: {_first_line(error)}"
-            self._publish(message)
-            # The others reach an exchange next (unless a collective of the model holds them): meet
-            # them there with the error so they need not wait for the timeout.
+            if cause is None:
+                self._publish(message)
+            # The others reach an exchange next (unless a collective of the model holds them).
             with contextlib.suppress(FingerprintError):
                 self._exchange(_Failed(self.rank, message), "reporting the failure")
+            if cause is not None:
+                raise FingerprintError(f"{cause}; rank {self.rank} stopped during {what} because of it "
+                                       f"({_first_line(error)})") from error
             if isinstance(error, FingerprintError):
                 raise
-            raise FingerprintError(f"{what} failed on rank {self.rank}: {type(error).__name__}: {_first_line(error)}") from error
+            raise FingerprintError(f"{what} failed on rank {self.rank}: {message}") from error
 
     def finish(self, local: Fingerprint) -> Fingerprint:
         """The one logical fingerprint from every rank's local one (collective)."""
@@ -179,9 +179,7 @@ class ShardedRun:
             arrays = self._collect(parts, mine.get(value.path), f"batch tensor {value.path or '<batch>'}")
             if arrays is not None:
                 records.append(value_record(value.path, np.concatenate(arrays), value.dtype, per_sample=True))
-        box = [records]
-        self._collective(lambda: self.dist.broadcast_object_list(box, src=0, group=self.group), "sharing the batch")
-        return box[0]
+        return self._from_rank_0(records, "sharing the batch")
 
     # ------------------------------------------------------------------ communication
     def _exchange(self, payload: Any, what: str) -> list[Any]:
@@ -198,6 +196,12 @@ class ShardedRun:
             causes = "; ".join(f"rank {item.rank} failed: {item.message}" for item in failed)
             raise FingerprintError(f"{causes}; rank {self.rank} stopped {what} because of it")
         return gathered
+
+    def _from_rank_0(self, value: Any, what: str) -> Any:
+        """Rank 0's `value` on every rank."""
+        box = [value]
+        self._collective(lambda: self.dist.broadcast_object_list(box, src=0, group=self.group), what)
+        return box[0]
 
     def _collective(self, run: Any, what: str) -> Any:
         try:
