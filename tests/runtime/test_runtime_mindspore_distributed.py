@@ -7,6 +7,7 @@ own file; loading the job's path merges them, and a missing rank's file is an er
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -84,8 +85,6 @@ def test_a_missing_rank_file_is_an_error_with_exit_2(job, tmp_path):
 
 
 def test_replicas_that_differ_are_an_error(job, tmp_path):
-    import json
-
     for rank in range(2):
         data = json.loads((job / f"ms-capture.rank{rank}.json").read_text())
         if rank == 1:
@@ -93,3 +92,15 @@ def test_replicas_that_differ_are_an_error(job, tmp_path):
         (tmp_path / f"npu.rank{rank}.json").write_text(json.dumps(data))
     with pytest.raises(FingerprintError, match="holds other values on rank 1 than on rank 0"):
         load(tmp_path / "npu.json")
+
+
+def test_rank_files_disagreeing_on_the_model_are_an_error_with_exit_2(job, tmp_path):
+    for rank in range(2):
+        data = json.loads((job / f"ms-capture.rank{rank}.json").read_text())
+        if rank == 1:
+            data["params"] = data["params"][:-1]  # rank 1 lost a parameter
+        (tmp_path / f"npu.rank{rank}.json").write_text(json.dumps(data))
+    result = CliRunner().invoke(cli, ["compare", str(job / "ms-capture.json"), str(tmp_path / "npu.json")])
+    assert result.exit_code == 2
+    assert "ranks 0 and 1 disagree on the model's parameters (only rank 0 has" in result.output
+    assert "Traceback" not in result.output
