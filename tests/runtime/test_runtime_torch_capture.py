@@ -169,7 +169,7 @@ def test_fingerprint_without_tensors_is_small_plain_json(make_torch, tmp_path):
     path = capture(setup.model, setup.optimizer, setup.loss_fn, setup.batch).save(tmp_path / "fp.json")
     assert not list(tmp_path.glob("*.npz"))
     data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
-    assert data["format"] == "acclint-fingerprint" and data["version"] == 2
+    assert data["format"] == "acclint-fingerprint" and data["version"] == 3 and data["hash_algorithm"] == "mix64"
     assert path.stat().st_size < 50_000
 
 
