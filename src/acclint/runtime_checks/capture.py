@@ -153,11 +153,13 @@ def _one_step(
         if clip_grad_norm is not None:
             grads = adapter.clip(grads, clip_grad_norm)
         adapter.optimizer_step(grads)
-        update_norms = adapter.diff_norms([item.tensor for item in trainable], before)
         if keep_step:
+            update_norms = adapter.diff_norms([item.tensor for item in trainable], before)
             kept = (adapter.snapshot(adapter.buffers(), False, *offload), adapter.rng_state())
         adapter.set_rng_state(rng_before)  # the evaluation forward sees the step-0 dropout masks
         loss_after = adapter.evaluate(loss_fn, batch)
+        if not keep_step:  # measured while putting the weights back: one pass over them, not two
+            update_norms = adapter.diff_norms([item.tensor for item in trainable], before, write_back=True)
     finally:
         if kept is not None:
             adapter.restore(kept[0])  # undo the running-stat update of the evaluation forward only

@@ -10,18 +10,23 @@ own vectorised integer kernels compute on the device in any order and in any chu
                      (as before: a bfloat16 tensor hashes as its exact float32 values, so equal
                      values hash equal whatever the dtype, layout, strides or device);
                      zero-padded to a multiple of 8 bytes, read as little-endian uint64 words
-    word j of block b (blocks of BLOCK_WORDS words):
-        x = w ^ T[j];  x ^= x >> 32;  x *= M1;  x ^= x >> 29;  x *= M2      (mod 2**64)
+    word j of block b (blocks of BLOCK_WORDS words), in int64 arithmetic (wrapping; >> is the
+    arithmetic shift, as torch's on int64, so no masking pass is needed):
+        x = w ^ T[j];  x ^= x >> 32;  x *= M1;  x ^= x >> 29;  x *= M2
     block sum        S_b = sum of its x (mod 2**64)
-    digest           H = sum over blocks of fmix64(S_b + (b + 1) * K) (mod 2**64);
+    digest           H = sum over blocks of fmix64(S_b + (b + 1) * K) (mod 2**64, logical shifts);
                      fmix64(H ^ fmix64(byte length + 1)) as 16 hex digits
 
-Per word the map is a bijection (xor, xor-shift, odd multiply), so unequal words give unequal
-mixed values, and the position enters through T (the splitmix64 sequence) and the block index.
-Two unequal tensors then collide only when the sums of 64-bit mixed values cancel exactly:
-about 2**-64 per comparison for data nobody chose to collide, far below any chance of a false
-"identical" verdict. Collisions are not impossible, so an equal hash means "equal" only for
-tensors nobody crafted, which is all a parity check compares.
+Eight elementwise passes per 8 bytes. The multiplies (odd constants, bijective) carry low bits
+up and the xor-shifts bring high bits down, so a change anywhere in a word (a float's sign or
+exponent included) moves the mixed value in its low bits too: a sum that only a difference in
+the top bits reached could cancel (two flipped signs would), this one cannot. Each xor-shift by
+an arithmetic shift is two-to-one (a word has at most 3 partners at its position that mix to the
+same value), and the position enters through T (the splitmix64 sequence) and the block index.
+Two unequal tensors then collide only when their sums of mixed 64-bit values cancel exactly:
+about 2**-62 per comparison for data nobody chose to collide, far below any chance of a false
+"identical" verdict. An equal hash means "equal" only for tensors nobody crafted to collide,
+which is all a parity check between two runs compares.
 """
 
 from __future__ import annotations
@@ -92,15 +97,15 @@ def words(flat: np.ndarray) -> np.ndarray:
 
 
 def mix_blocks_numpy(block_words: np.ndarray) -> np.ndarray:
-    """Block sums S_b of a (blocks, n <= BLOCK_WORDS) uint64 array."""
-    table = position_table()[: block_words.shape[1]]
+    """Block sums S_b (uint64) of a (blocks, n <= BLOCK_WORDS) array of words."""
+    table = position_table()[: block_words.shape[1]].view(np.int64)
     with np.errstate(over="ignore"):
-        x = block_words ^ table
-        x ^= x >> np.uint64(32)
-        x *= np.uint64(M1)
-        x ^= x >> np.uint64(29)
-        x *= np.uint64(M2)
-        return x.sum(axis=1, dtype=np.uint64)
+        x = block_words.view(np.int64) ^ table
+        x ^= x >> 32  # arithmetic on int64, as in torch
+        x *= np.int64(to_signed(M1))
+        x ^= x >> 29
+        x *= np.int64(to_signed(M2))
+        return x.sum(axis=1, dtype=np.int64).view(np.uint64)
 
 
 def combine_numpy(block_sums: np.ndarray, first_block: int = 0) -> int:

@@ -224,7 +224,8 @@ class MindSporeAdapter(Adapter):
     def norms(self, tensors: dict[int, Any]) -> dict[int, float | None]:
         return {key: None if t is None else l2_norm(self.to_host(t)) for key, t in tensors.items()}
 
-    def diff_norms(self, tensors: list[Any], snapshot: MindSporeSnapshot) -> dict[int, float]:
+    def diff_norms(self, tensors: list[Any], snapshot: MindSporeSnapshot, write_back: bool = False) -> dict[int, float]:
+        # write_back is an optimisation the torch adapter takes; here restore() puts everything back
         return {id(t): l2_norm(self.to_host(t) - snapshot.copies[id(t)]) for t in tensors}
 
     # ------------------------------------------------------------------ snapshots and RNG

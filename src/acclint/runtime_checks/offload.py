@@ -2,10 +2,9 @@
 
 Never on the model's device: a snapshot of a model that fills its accelerator would not fit there.
 The adapters copy tensor by tensor into one buffer sized up front, so the device never holds
-more than the tensor being copied. "host" is anonymous memory (pre-faulted where the platform
-allows, which costs less than faulting page by page during the copies); "disk" is a file in
-`directory` (default: the system temporary folder) that the page cache backs, so a model larger
-than the host's free memory can still be rolled back. The file is removed on release.
+more than the tensor being copied. "host" is anonymous memory; "disk" is a file in `directory`
+(default: the system temporary folder) that the page cache backs, so a model larger than the
+host's free memory can still be rolled back. The file is removed on release.
 """
 
 from __future__ import annotations
@@ -55,9 +54,8 @@ class HostStore:
                 self.release()
                 raise FingerprintError(f"cannot map {size} bytes of {self.path}: {exc}") from None
         else:
-            flags = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0) | getattr(mmap, "MAP_POPULATE", 0)
-            memory = mmap.mmap(-1, size, flags=flags) if flags else mmap.mmap(-1, size)
-            self.buffer = np.frombuffer(memory, dtype=np.uint8)
+            # Anonymous memory of our own (huge pages and pre-faulting measured no better here).
+            self.buffer = np.frombuffer(mmap.mmap(-1, size), dtype=np.uint8)
         self.used = 0
 
     def take(self, nbytes: int) -> np.ndarray:

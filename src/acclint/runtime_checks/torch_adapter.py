@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -21,6 +21,7 @@ from acclint.runtime_checks.names import IGNORED_LEAVES, builtin_common_name, le
 from acclint.runtime_checks.offload import HostStore, aligned
 from acclint.runtime_checks.optimizers import TORCH_OPTIMIZER_TYPES, torch_style_record
 from acclint.runtime_checks.records import NamedTensor, loss_value, summarize_many, walk_tensors
+from acclint.runtime_checks.torch_summary import PIECE_WORDS, run_pieces, summaries
 
 # Wrapper class name -> attribute holding the user's module (names are taken from the inner one).
 WRAPPER_ATTRIBUTES = {"DistributedDataParallel": "module", "DataParallel": "module", "OptimizedModule": "_orig_mod"}
@@ -30,8 +31,8 @@ HOST_DEVICE_TYPES = frozenset({"cpu", "meta"})
 
 
 # Elements per piece when measuring an update against the host copy: the device holds one
-# piece of the copy at a time (16 MiB in float32), never a whole tensor.
-DIFF_PIECE = 1 << 22
+# piece of the copy at a time (4 MiB in float32), never a whole tensor.
+DIFF_PIECE = 2 * PIECE_WORDS  # float32 elements: one scratch buffer of torch_summary
 
 
 @dataclass
@@ -43,6 +44,7 @@ class TorchSnapshot:
     grads: dict[int, Any]  # id(parameter) -> CPU copy of the gradient it had, or None
     optimizer_state: dict[Any, dict[Any, Any]] | None  # tensors as _Saved
     store: HostStore
+    written_back: set[int] = field(default_factory=set)  # ids diff_norms already restored
 
     def release(self) -> None:
         self.copies.clear()
@@ -237,21 +239,40 @@ class TorchAdapter(Adapter):
         values = self._floats(present)
         return {k: values.get(k) for k in tensors}
 
-    def diff_norms(self, tensors: list[Any], snapshot: TorchSnapshot) -> dict[int, float]:
-        """||tensor - its snapshot copy|| for each, piece by piece against the host copy."""
+    def diff_norms(self, tensors: list[Any], snapshot: TorchSnapshot, write_back: bool = False) -> dict[int, float]:
+        """||tensor - its snapshot copy|| for each, piece by piece against the host copy: the device
+        holds one piece of the copy at a time. `write_back` also restores each piece once measured
+        (restore() then skips those tensors), which saves a second pass over the weights."""
         torch = self.torch
-        squares = {}
+        flat = []
+        for t in tensors:
+            local = _local(t).detach()
+            live = local.reshape(-1)
+            in_place = write_back and live.data_ptr() == local.data_ptr() and local.is_contiguous()
+            flat.append((live, snapshot.copies[id(t)].reshape(-1), in_place))
+        tasks = [(i, start) for i, (live, _, _) in enumerate(flat) for start in range(0, live.numel(), DIFF_PIECE)]
+
+        def square(task: tuple[int, int]) -> Any:
+            live, saved, in_place = flat[task[0]]
+            window = slice(task[1], task[1] + DIFF_PIECE)
+            current = live[window].float()
+            scratch = summaries(torch).scratch(current.device)[0].view(torch.float32)[: current.numel()]
+            piece = torch.sub(current, saved[window].to(live.device).float(), out=scratch)
+            result = torch.dot(piece, piece).to(torch.float64)
+            if in_place:
+                live[window].copy_(saved[window])
+            return result
+
+        on_cpu = all(live.device.type == "cpu" for live, _, _ in flat)
         with torch.no_grad():
-            for tensor in tensors:
-                live = _local(tensor).detach().reshape(-1)
-                saved = snapshot.copies[id(tensor)].reshape(-1)
-                total = torch.zeros((), dtype=torch.float64, device=live.device)
-                for start in range(0, live.numel(), DIFF_PIECE):
-                    piece = live[start : start + DIFF_PIECE].float()
-                    piece = piece - saved[start : start + DIFF_PIECE].to(piece.device).float()
-                    total += piece.square().sum()
-                squares[id(tensor)] = total
-        return {key: math.sqrt(value) for key, value in self._floats(squares).items()}
+            results = run_pieces(torch, tasks, square, on_cpu, sum(live.numel() for live, _, _ in flat))
+            pieces: dict[int, list[Any]] = {}
+            for (index, _), result in zip(tasks, results):
+                pieces.setdefault(index, []).append(result)
+            squares = {id(t): torch.stack(pieces[i]).sum() for i, t in enumerate(tensors) if i in pieces}
+        snapshot.written_back.update(id(t) for t, (_, _, in_place) in zip(tensors, flat) if in_place)
+        norms = {key: math.sqrt(value) for key, value in self._floats(squares).items()}
+        return {id(t): norms.get(id(t), 0.0) for t in tensors}
 
     def _floats(self, scalars: dict[int, Any]) -> dict[int, float]:
         # One device-to-host transfer per device instead of one synchronisation per tensor.
@@ -301,7 +322,8 @@ class TorchAdapter(Adapter):
         restore allocates on the device only what the step had freed or replaced."""
         with self.torch.no_grad():
             for tensor in snapshot.tensors:
-                _local(tensor).copy_(snapshot.copies[id(tensor)])
+                if id(tensor) not in snapshot.written_back:
+                    _local(tensor).copy_(snapshot.copies[id(tensor)])
             for tensor in snapshot.tensors:
                 if id(tensor) in snapshot.grads:
                     saved = snapshot.grads[id(tensor)]
