@@ -54,8 +54,11 @@ class HostStore:
                 self.release()
                 raise FingerprintError(f"cannot map {size} bytes of {self.path}: {exc}") from None
         else:
-            # Anonymous memory of our own (huge pages and pre-faulting measured no better here).
-            self.buffer = np.frombuffer(mmap.mmap(-1, size), dtype=np.uint8)
+            # Private anonymous memory of our own (mmap's default, shared, would count as shmem);
+            # huge pages and pre-faulting measured no better here.
+            flags = getattr(mmap, "MAP_PRIVATE", None), getattr(mmap, "MAP_ANONYMOUS", None)
+            memory = mmap.mmap(-1, size, flags=flags[0] | flags[1]) if None not in flags else mmap.mmap(-1, size)
+            self.buffer = np.frombuffer(memory, dtype=np.uint8)
         self.used = 0
 
     def take(self, nbytes: int) -> np.ndarray:
