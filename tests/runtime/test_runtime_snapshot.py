@@ -16,17 +16,6 @@ from acclint.runtime import FingerprintError, Probe, capture
 from acclint.runtime_checks.frameworks import adapter_for
 
 
-def train(setup, steps):
-    losses = []
-    for _ in range(steps):
-        setup.optimizer.zero_grad()
-        loss = setup.loss_fn(setup.model, setup.batch)
-        loss.backward()
-        setup.optimizer.step()
-        losses.append(loss.item())
-    return losses
-
-
 def buffer_range(store):
     start = store.buffer.__array_interface__["data"][0]
     return start, start + store.buffer.nbytes
@@ -41,7 +30,7 @@ def assert_in_store(tensor, store):
 
 def warm(setup, steps=2):
     """A model mid-training: optimizer state and gradients present."""
-    train(setup, steps)
+    setup.train(steps)
     setup.loss_fn(setup.model, setup.batch).backward()  # gradients of the next step, not applied
 
 
@@ -97,9 +86,9 @@ def test_capture_mid_training_restores_everything_bitwise(make_torch, torch, off
     assert torch.equal(torch.get_rng_state(), rng)
     assert list(tmp_path.iterdir()) == []
     torch.manual_seed(12)
-    expected = train(plain, 3)
+    expected = plain.train(3)
     torch.manual_seed(12)
-    assert train(observed, 3) == expected
+    assert observed.train(3) == expected
 
 
 def test_update_norms_are_the_real_ones_and_the_same_either_way(make_torch, torch, tmp_path):
@@ -122,7 +111,7 @@ def test_keep_step_with_disk_offload_keeps_the_update_and_no_file(make_torch, to
     kept, plain = make_torch(), make_torch()
     capture(kept.model, kept.optimizer, kept.loss_fn, kept.batch, keep_step=True, offload="disk",
             offload_dir=str(tmp_path))
-    train(plain, 1)
+    plain.train(1)
     for (name, a), b in zip(kept.model.state_dict().items(), plain.model.state_dict().values()):
         assert torch.equal(a, b), name
     assert list(tmp_path.iterdir()) == []
@@ -133,7 +122,7 @@ def test_probe_tracks_updates_in_a_memory_mapped_file(make_torch, torch, tmp_pat
     before = {n: p.detach().clone() for n, p in setup.model.named_parameters()}
     probe = Probe(setup.model, setup.optimizer, offload="disk", offload_dir=str(tmp_path))
     assert len(list(tmp_path.iterdir())) == 1  # the copy of the trainable weights, until record(0)
-    loss = train(setup, 1)[0]
+    loss = setup.train(1)[0]
     probe.record(0, loss)
     assert list(tmp_path.iterdir()) == []
     norms = probe.fingerprint().step.update_norms

@@ -1,8 +1,8 @@
 """Framework-neutral pieces shared by the torch and MindSpore paths.
 
-The framework adapters turn their tensors into host numpy arrays; everything that can be
-computed from those arrays (statistics, content hash, norms, scalar losses) lives here so
-both frameworks produce numbers the same way.
+Everything computed from a tensor's values (statistics, content hash, norms, scalar losses) is
+defined here, on host numpy arrays, so both frameworks produce numbers the same way; a torch
+tensor is summarised where it lives by `torch_summary`, to the same numbers (`summarize`).
 """
 
 from __future__ import annotations
