@@ -36,7 +36,10 @@ def aligned(nbytes: int) -> int:
 class HostStore:
     """One host buffer holding a snapshot's copies, handed out in aligned pieces."""
 
-    def __init__(self, nbytes: int, offload: str = "host", directory: "str | Path | None" = None) -> None:
+    def __init__(self, nbytes: int, offload: str = "host", directory: "str | Path | None" = None,
+                 allocate: Any = None) -> None:
+        """`allocate(nbytes)`: a uint8 host array for "host" (an adapter passes page-locked memory
+        for an accelerator, which copies to and from it several times faster)."""
         check_offload(offload)
         self.offload = offload
         self.path: Path | None = None
@@ -53,6 +56,8 @@ class HostStore:
             except OSError as exc:
                 self.release()
                 raise FingerprintError(f"cannot map {size} bytes of {self.path}: {exc}") from None
+        elif allocate is not None:
+            self.buffer = allocate(size)
         else:
             # Private anonymous memory of our own (mmap's default, shared, would count as shmem);
             # huge pages and pre-faulting measured no better here.
