@@ -12,7 +12,8 @@ from typing import Iterator, Optional
 
 from acclint.knowledge import table
 from acclint.linter.context import FileContext, ProgramContext
-from acclint.linter.facts import MODULE_SCOPE, Call, FileFacts
+from acclint.linter.facts import FileFacts
+from acclint.linter.options import option_dicts
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ExplicitRule, ProgramRule, Written
 from acclint.rules.flow import cached, calls_named, calls_with_method
@@ -46,38 +47,17 @@ def _mode_writes(facts: FileFacts) -> list:
     for call in calls_named(facts, precision["set_option"]):
         arg = call.arg("option", 0)
         if arg is not None and not arg.star:  # `set_option(**kwargs)`: nothing to read
-            found.extend(_from_dicts(_dicts_for(facts, call, arg.value), precision["option_keys"]))
+            found.extend(_from_dicts(option_dicts(facts, call, arg.value), precision["option_keys"]))
     for call in calls_named(facts, precision["set_context"]):
         arg = call.arg(precision["ascend_config_keyword"])
         if arg is not None and not arg.star:
-            found.extend(_from_dicts(_dicts_for(facts, call, arg.value), precision["context_keys"]))
+            found.extend(_from_dicts(option_dicts(facts, call, arg.value), precision["context_keys"]))
     for call in calls_named(facts, precision["calls"]):
         arg = call.arg("mode", 0)
         value = arg.value.literal if arg is not None else None
         if isinstance(value, str):
             found.append(ModeWrite(call.node, "precision", call.callee.rsplit(".", 1)[-1], value))
     return found
-
-
-def _dicts_for(facts: FileFacts, call: Call, value) -> list:
-    """(node, dict) pairs an options argument may hold: the dict written inline; the dicts assigned
-    to the name before the call in its function or at module level (a constant), each reported at
-    the call that applies it; and `name["KEY"] = value` writes, each at its own line.
-    Every assignment counts, not only the last: `option = {...}` under an `if` may or may not run."""
-    if isinstance(value.literal, dict):
-        return [(call.node, value.literal)]
-    name = value.dotted
-    if not name:
-        return []  # built at run time (a call, a comprehension): nothing to read
-
-    def before(scope: str, order: int) -> bool:
-        return scope == MODULE_SCOPE and call.scope != MODULE_SCOPE or scope == call.scope and order < call.order
-
-    out = [(call.node, a.value.literal) for a in facts.name_assignments
-           if a.name == name and isinstance(a.value.literal, dict) and before(a.scope, a.order)]
-    out.extend((w.node, {w.key: w.value.literal}) for w in facts.key_writes
-               if w.base == name and before(w.scope, w.order))
-    return out
 
 
 def _from_dicts(dicts: list, precision_keys: list) -> Iterator[ModeWrite]:
