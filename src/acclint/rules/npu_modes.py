@@ -120,8 +120,8 @@ class PrecisionModeLowersFp32(ExplicitRule):
         why="The GPU run computes a float32 model in float32 (23-bit mantissa). Under `allow_fp32_to_fp16` the NPU "
         "runs every matrix operator (MatMul, Conv) in float16, a 10-bit mantissa (relative step 9.8e-4 against "
         "1.2e-7) and a range that ends at 65504; `force_fp16` lowers every operator that supports float16; the bf16 "
-        "modes keep the range but only 7 mantissa bits. Losses then part after a few hundred steps while both runs "
-        "look 'float32'. `allow_fp32_to_fp16` is also the CANN default on the Atlas training series (910A class).",
+        "modes keep the range but only 7 mantissa bits. The loss curves separate while both runs are 'float32' on "
+        "paper. `allow_fp32_to_fp16` is also the CANN default on the Atlas training series (910A class).",
         fix="`torch.npu.set_option({\"ACL_PRECISION_MODE\": \"must_keep_origin_dtype\"})` (V2: `\"origin\"`), "
         "`mindspore.device_context.ascend.op_precision.precision_mode(\"must_keep_origin_dtype\")` or "
         "`precision_mode: \"must_keep_origin_dtype\"` in the YAML, while aligning accuracy. Lower precision on "
@@ -328,11 +328,11 @@ class OpImplHighPerformance(ExplicitRule):
         "torch_npu `set_option` dict (inline, in a variable or constant, or key by key), and MindSpore's "
         "`op_select_impl_mode` / `ge.opSelectImplmode` in `ascend_config`. With `ACL_OPTYPELIST_FOR_IMPLMODE` the "
         "message names the operator types it is limited to.",
-        why="Ascend operators such as LayerNorm, Softmax, Gelu, Exp, Log and the reductions have two kernels: a "
-        "high-precision one and a high-performance one that uses float16 intermediates or coarser approximations. "
-        "The GPU run uses one float32 kernel per op; the high-performance NPU kernels differ from it by far more "
-        "than float32 rounding (about 1e-3 relative where float16 is used inside, against 1.2e-7). The NPU tuning "
-        "notes ask for `high_precision` while aligning accuracy.",
+        why="Many Ascend operators ship a high-precision and a high-performance implementation (CANN lists them in "
+        "`impl_mode/high_precision.ini` and `high_performance.ini`); the fast one trades precision for speed, e.g. "
+        "with float16 intermediates (relative step 9.8e-4 against float32's 1.2e-7) or coarser approximations. The "
+        "GPU run has one float32 kernel per op. The NPU tuning notes (seeds/003) ask for `high_precision` while "
+        "aligning accuracy.",
         fix='`option["ACL_OP_SELECT_IMPL_MODE"] = "high_precision"` while aligning accuracy; switch back to '
         "high_performance only after the loss curves match.",
         references=("knowledge.md §8", "seeds/003", "CANN aclCompileOpt (aclcppdevg_03_1371)"),
