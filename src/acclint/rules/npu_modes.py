@@ -32,12 +32,12 @@ class ModeWrite:
     node: int
     option: str  # "precision" | "impl"
     key: str  # as written: "ACL_PRECISION_MODE", "precision_mode", ...
-    value: str
+    value: Optional[str]  # None when not a literal (`args.precision_mode`): set, to something unknown here
     op_list: Optional[str] = None  # ACL_OPTYPELIST_FOR_IMPLMODE beside an implementation mode
 
 
 def mode_writes(facts: FileFacts) -> list:
-    """The precision and implementation modes a Python file writes with literal values, once per file."""
+    """The precision and implementation modes a Python file writes, once per file."""
     return cached(facts, "npu-mode-writes", _mode_writes)
 
 
@@ -54,9 +54,10 @@ def _mode_writes(facts: FileFacts) -> list:
             found.extend(_from_dicts(option_dicts(facts, call, arg.value), precision["context_keys"]))
     for call in calls_named(facts, precision["calls"]):
         arg = call.arg("mode", 0)
-        value = arg.value.literal if arg is not None else None
-        if isinstance(value, str):
-            found.append(ModeWrite(call.node, "precision", call.callee.rsplit(".", 1)[-1], value))
+        if arg is not None and not arg.star:
+            value = arg.value.literal
+            found.append(ModeWrite(call.node, "precision", call.callee.rsplit(".", 1)[-1],
+                                   value if isinstance(value, str) else None))
     return found
 
 
@@ -66,8 +67,7 @@ def _from_dicts(dicts: list, precision_keys: list) -> Iterator[ModeWrite]:
     op_list = next((d[impl["op_list_key"]] for _, d in dicts if isinstance(d.get(impl["op_list_key"]), str)), None)
     for node, options in dicts:
         for key, value in _flatten(options):
-            if not isinstance(value, str):
-                continue
+            value = value if isinstance(value, str) else None
             if key in precision_keys:
                 yield ModeWrite(node, "precision", key, value)
             elif key in impl_keys:
@@ -83,8 +83,8 @@ def _flatten(options: dict) -> Iterator[tuple]:
             yield str(key), value
 
 
-def _lowering(value: str) -> Optional[dict]:
-    entry = _modes()["modes"].get(value.strip().lower())
+def _lowering(value: Optional[str]) -> Optional[dict]:
+    entry = _modes()["modes"].get(value.strip().lower()) if value is not None else None
     return entry if entry is not None and entry["lowers"] else None
 
 
@@ -304,6 +304,34 @@ class PrecisionModeUnset(ProgramRule):
             if __name__ == "__main__":
                 main()
         """, "low precision chosen on purpose with autocast"),
+        Example({
+            "train.py": """
+                import argparse
+                import torch
+                import torch_npu
+
+
+                def main(args):
+                    option = {}
+                    option["ACL_PRECISION_MODE"] = args.precision_mode
+                    torch.npu.set_option(option)
+                    model = torch.nn.Linear(8, 8).npu()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    model(torch.randn(4, 8).npu()).sum().backward()
+                    optimizer.step()
+
+
+                if __name__ == "__main__":
+                    parser = argparse.ArgumentParser()
+                    parser.add_argument("--precision_mode", default="must_keep_origin_dtype")
+                    main(parser.parse_args())
+            """,
+            "test/train_full_8p.sh": """
+                #!/bin/bash
+                precision_mode="allow_mix_precision"
+                python3 ./train.py --precision_mode=$precision_mode
+            """,
+        }, "a model-zoo recipe: the mode comes from the launch script; acclint cannot judge it, but it is set"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -373,7 +401,7 @@ class OpImplHighPerformance(ExplicitRule):
     def written(self, facts: FileFacts) -> Iterator[Written]:
         fast = set(_modes()["impl"]["fast"])
         for write in mode_writes(facts):
-            if write.option == "impl" and write.value.strip().lower() in fast:
+            if write.option == "impl" and write.value is not None and write.value.strip().lower() in fast:
                 scope = f" for {write.op_list}" if write.op_list else ""
                 yield Written(write.node, f"`{write.key}={write.value}`{scope}: the NPU uses the high-performance "
                               "operator kernels (float16 intermediates, coarser approximations) where the GPU runs "
