@@ -180,3 +180,14 @@ def test_yaml_configs(tmp_path):
     assert found(result) == [("ACL606", "configs/a.yaml", 3, "warning")]
     assert [(e.path, e.message.split(":")[0]) for e in result.errors] == [("configs/broken.yaml", "invalid YAML at line 3")]
     assert result.files_scanned == 1  # YAML without Ascend modes is not a config acclint reads
+
+
+def test_yaml_implementation_mode_under_ge_options(tmp_path):
+    root = project(tmp_path, {"configs/run.yaml": """
+        context:
+          ascend_config:
+            ge_options:
+              global:
+                ge.opSelectImplmode: "high_performance"
+    """})
+    assert found(run([root], root)) == [("ACL608", "configs/run.yaml", 5, "warning")]

@@ -83,6 +83,11 @@ def _flatten(options: dict) -> Iterator[tuple]:
             yield str(key), value
 
 
+def _leaf_in(path: str, keys: list) -> bool:
+    """A YAML key path ends with one of `keys` (which may hold dots: `ge.opSelectImplmode`)."""
+    return any(path == key or path.endswith("." + key) for key in keys)
+
+
 def _lowering(value: Optional[str]) -> Optional[dict]:
     entry = _modes()["modes"].get(value.strip().lower()) if value is not None else None
     return entry if entry is not None and entry["lowers"] else None
@@ -212,7 +217,7 @@ class PrecisionModeLowersFp32(ExplicitRule):
         if config.kind != "ascend-yaml":
             return
         for path, value in config.data.items():
-            entry = _lowering(value) if path.rsplit(".", 1)[-1] in _modes()["precision"]["yaml_keys"] else None
+            entry = _lowering(value) if _leaf_in(path, _modes()["precision"]["yaml_keys"]) else None
             if entry is not None:
                 ctx.report(self, config.node(path), _lowering_message(path, value, entry), fix=_PRECISION_FIX)
 
@@ -354,7 +359,7 @@ class OpImplHighPerformance(ExplicitRule):
     doc = RuleDoc(
         what="Reports `ACL_OP_SELECT_IMPL_MODE` set to `high_performance` (or `high_performance_for_all`) in a "
         "torch_npu `set_option` dict (inline, in a variable or constant, or key by key), and MindSpore's "
-        "`op_select_impl_mode` / `ge.opSelectImplmode` in `ascend_config`. With `ACL_OPTYPELIST_FOR_IMPLMODE` the "
+        "`ge.opSelectImplmode` in `set_context(ascend_config={\"ge_options\": {\"global\": {...}}})` or a YAML config. With `ACL_OPTYPELIST_FOR_IMPLMODE` the "
         "message names the operator types it is limited to.",
         why="Many Ascend operators ship a high-precision and a high-performance implementation (CANN lists them in "
         "`impl_mode/high_precision.ini` and `high_performance.ini`); the fast one trades precision for speed, e.g. "
@@ -381,6 +386,11 @@ class OpImplHighPerformance(ExplicitRule):
             OPTIONS = {"ACL_OP_SELECT_IMPL_MODE": "high_performance"}
             torch_npu.npu.set_option(OPTIONS)  # expect: ACL608
         """, "a module-level constant"),
+        Example.script("""
+            import mindspore as ms
+
+            ms.set_context(ascend_config={"ge_options": {"global": {"ge.opSelectImplmode": "high_performance"}}})  # expect: ACL608
+        """, "MindSpore: the CANN option through ge_options"),
     )
     valid = (
         Example.script("""
@@ -399,13 +409,30 @@ class OpImplHighPerformance(ExplicitRule):
     )
 
     def written(self, facts: FileFacts) -> Iterator[Written]:
-        fast = set(_modes()["impl"]["fast"])
         for write in mode_writes(facts):
-            if write.option == "impl" and write.value is not None and write.value.strip().lower() in fast:
-                scope = f" for {write.op_list}" if write.op_list else ""
-                yield Written(write.node, f"`{write.key}={write.value}`{scope}: the NPU uses the high-performance "
-                              "operator kernels (float16 intermediates, coarser approximations) where the GPU runs "
-                              "float32 kernels.", f'"{_modes()["impl"]["option_key"]}": "high_precision"')
+            if write.option == "impl" and _fast(write.value):
+                yield Written(write.node, self._message(write.key, write.value, write.op_list), self._fix())
+
+    def check_config(self, ctx: FileContext, config) -> None:
+        if config.kind != "ascend-yaml":
+            return
+        for path, value in config.data.items():
+            if _leaf_in(path, _modes()["impl"]["context_keys"]) and _fast(value):
+                ctx.report(self, config.node(path), self._message(path, value, None), fix=self._fix())
+
+    @staticmethod
+    def _message(key: str, value: str, op_list: Optional[str]) -> str:
+        scope = f" for {op_list}" if op_list else ""
+        return (f"`{key}={value}`{scope}: the NPU uses the high-performance operator kernels (float16 "
+                "intermediates, coarser approximations) where the GPU runs float32 kernels.")
+
+    @staticmethod
+    def _fix() -> str:
+        return f'"{_modes()["impl"]["option_key"]}": "high_precision" while aligning accuracy'
+
+
+def _fast(value: Optional[str]) -> bool:
+    return value is not None and value.strip().lower() in _modes()["impl"]["fast"]
 
 
 # -- overflow mode ------------------------------------------------------------------------------
