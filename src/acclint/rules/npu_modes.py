@@ -525,6 +525,8 @@ class SaturationOverflowMode(ExplicitRule, ProgramRule):
         seen = set()
         assignments = [a for a in script.env if a.exported] + [a for launch in script.launches for a in launch.env]
         for assignment in assignments:
+            if assignment.span.path != script.path:
+                continue  # written in a sourced file: reported where it is written, once
             if saturates(assignment.name, assignment.value) and assignment.span not in seen:
                 seen.add(assignment.span)
                 ctx.report_shell(self, assignment.span, f"`{assignment.name}={assignment.raw}`: {_SATURATION}."
