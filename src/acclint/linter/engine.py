@@ -17,6 +17,7 @@ from acclint.linter.discovery import discover, kind_of, would_discover
 from acclint.linter.facts import FileFacts
 from acclint.linter.project import Project, is_entry_candidate
 from acclint.linter.suppress import is_suppressed
+from acclint.progress import NoProgress
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -58,9 +59,12 @@ def display_path(path: Path, cwd: Path) -> str:
 
 
 def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[int] = None,
-         cwd: Optional[Path] = None) -> ScanResult:
+         cwd: Optional[Path] = None, cache=None, progress=None) -> ScanResult:
     """Findings for the files given (or found under the folders given). Their programs are judged
-    whole: local modules they import and launch scripts that run them are read too, for context."""
+    whole: local modules they import and launch scripts that run them are read too, for context.
+    `cache`: a linter.cache.Cache, or None to analyse every file afresh.
+    `progress`: an acclint.progress display (phase/advance), or None."""
+    progress = progress or NoProgress()
     cwd = (cwd or Path.cwd()).resolve()
     paths = [Path(p) for p in paths]
     roots = [Path(os.path.abspath(p)) if p.is_dir() else Path(os.path.abspath(p)).parent for p in paths if p.exists()]
@@ -72,7 +76,12 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
 
     jobs = jobs or default_jobs()
     jobs_list = [(os.path.abspath(p), display_path(p, cwd)) for p in found.files]
-    outcomes = _run(jobs_list, rules, jobs)
+    progress.phase("analysing files", len(jobs_list))
+
+    def analyse(batch: list) -> list:
+        return _run(batch, rules, jobs, progress.advance)
+
+    outcomes = cache.run(jobs_list, analyse, progress.advance) if cache is not None else analyse(jobs_list)
 
     sink = Sink()
     python_facts, shell_facts = [], []
@@ -92,7 +101,7 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     loader = ContextLoader(cwd, root, config.exclude, failed={abspath for abspath, _ in jobs_list})
     project = Project(python_facts, shell_facts, [str(r) for r in roots], loader=loader)
     read_context(project, python_facts, shell_facts, loader, jobs)
-    check_programs(project, rules, sink)
+    check_programs(project, rules, sink, progress)
     result.findings = _filter(sink, config, given={display for _, display in jobs_list})
     return result
 
@@ -164,11 +173,16 @@ def _listdir(folder: str) -> list:
         return []
 
 
-def check_programs(project: Project, rules: list, sink: Sink) -> None:
-    for program in project.programs():
+def check_programs(project: Project, rules: list, sink: Sink, progress=None) -> None:
+    progress = progress or NoProgress()
+    progress.phase("following programs")
+    programs = project.programs()
+    progress.phase("checking programs", len(programs))
+    for program in programs:
         context = ProgramContext(program, project, sink)
         for rule in rules:
             rule.check_program(context)
+        progress.advance()
     shells_only = ProgramContext(None, project, sink)
     for rule in rules:
         check = getattr(rule, "check_shell", None)
@@ -177,7 +191,7 @@ def check_programs(project: Project, rules: list, sink: Sink) -> None:
                 check(shells_only, shell)
 
 
-def _run(jobs_list: list, rules: list, jobs: int) -> list:
+def _run(jobs_list: list, rules: list, jobs: int, advance=lambda count=1: None) -> list:
     # Facts are long-lived and free of cycles: automatic full collections would re-walk all of
     # them again and again (a quarter of the scan's CPU), so collect by hand instead.
     enabled = gc.isenabled()
@@ -187,13 +201,18 @@ def _run(jobs_list: list, rules: list, jobs: int) -> list:
             outcomes = []
             for number, (abspath, display) in enumerate(jobs_list, start=1):
                 outcomes.append(analyze_file(abspath, display, rules))
+                advance()
                 if number % _COLLECT_EVERY == 0:
                     gc.collect()
             return outcomes
         # Largest files first, one at a time: sizes vary by 1000x and neighbours cluster.
         ordered = sorted(jobs_list, key=lambda job: -_size(job[0]))
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(rules,)) as pool:
-            return list(pool.map(_analyze_in_worker, ordered, chunksize=1))
+            outcomes = []
+            for outcome in pool.map(_analyze_in_worker, ordered, chunksize=1):
+                outcomes.append(outcome)
+                advance()
+            return outcomes
     finally:
         if enabled:
             gc.enable()
