@@ -247,7 +247,8 @@ class PrecisionModeUnset(ProgramRule):
     summary = "A float32 torch_npu training program that never sets the operator precision mode"
     frameworks = ("torch_npu",)
     doc = RuleDoc(
-        what="Reports, once per program, a training program that imports torch_npu, trains in float32 (no "
+        what="Reports, once per program, a training program that runs on the NPU (places work there, or its entry "
+        "script imports torch_npu), trains in float32 (no "
         "autocast, `.half()`, apex amp or fp16/bf16 launch flag) and never sets `ACL_PRECISION_MODE`. The message "
         "gives each SoC family's default.",
         why="The precision mode's default depends on the SoC: on the Atlas training series (Ascend 910A class) CANN "
@@ -340,6 +341,11 @@ class PrecisionModeUnset(ProgramRule):
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        # An NPU run: it places work on the NPU, or its entry script imports torch_npu itself
+        # (transfer_to_npu runs `.cuda()` code there). A library that merely can use torch_npu is not enough.
+        entry_imports = {b.split(".", 1)[0] for targets in ctx.program.entry.bindings.values() for b in targets}
+        if "npu" not in facts.uses and "torch_npu" not in entry_imports:
+            return
         if any(w.option == "precision" for f in ctx.program.files for w in mode_writes(f)):
             return
         if low_precision_program(ctx):
