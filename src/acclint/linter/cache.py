@@ -61,6 +61,7 @@ class Cache:
     def __init__(self, root: Path, rules: list, config):
         self.root = Path(root)
         self.key = settings_key(rules, config)
+        self.config = config
         self.folder = self.root / self.key[:20]
         self.hits = 0
         self.misses = 0
@@ -90,6 +91,23 @@ class Cache:
                 if digests[index] is not None:
                     self._store(*jobs[index], digests[index], outcome)
         return outcomes
+
+    def without_rules(self) -> "Cache":
+        """The cache of rule-less outcomes (files read only for context), beside this one."""
+        return Cache(self.root, [], self.config)
+
+    def lookup(self, abspath: str, display: str) -> tuple:
+        """(the cached outcome or None, the file's content digest or None) for one file."""
+        digest = _content_digest(abspath)
+        outcome = self._load(abspath, display, digest) if digest is not None else None
+        if outcome is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return outcome, digest
+
+    def store(self, abspath: str, display: str, digest: str, outcome: FileOutcome) -> None:
+        self._store(abspath, display, digest, outcome)
 
     # -- entries ------------------------------------------------------------------------------
 
