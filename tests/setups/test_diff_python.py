@@ -250,3 +250,33 @@ def test_param_groups_weight_decay(tmp_path: Path):
     mismatch = by_key(run_diff(torch_side, ms_side))["weight-decay"]
     assert mismatch.right.value == 0.1  # no group overrides it: the optimizer's own value
     assert "param groups: weight_decay=0.1, 0.0" in mismatch.message
+
+
+def test_ascend_modes_from_key_writes_aliases_and_exports_with_equivalent_values(tmp_path: Path):
+    npu = write(tmp_path, "npu.py", """\
+        import os
+        import torch_npu
+        from torch_npu.npu import set_option
+
+        OPTIONS = {"ACL_PRECISION_MODE_V2": "origin"}
+        os.environ["MS_ASCEND_CHECK_OVERFLOW_MODE"] = "SATURATION_MODE"
+
+
+        def main():
+            option = {}
+            option["ACL_OP_SELECT_IMPL_MODE"] = "high_performance"
+            set_option(option)
+            set_option(OPTIONS)
+    """)
+    launch = write(tmp_path, "run_other.sh", """\
+        export INF_NAN_MODE_ENABLE=0
+        export ACL_PRECISION_MODE=must_keep_origin_dtype
+        export ACL_OP_SELECT_IMPL_MODE=high_precision
+        python other.py
+    """)
+    result = run_diff(npu, launch)
+    # origin is ACL_PRECISION_MODE_V2's name for must_keep_origin_dtype; SATURATION_MODE is INF_NAN_MODE_ENABLE=0.
+    assert "precision-mode" in result.same and "inf-nan-mode" in result.same
+    impl = by_key(result)["op-select-impl-mode"]
+    assert (impl.left.value, impl.right.value) == ("high_performance", "high_precision")
+    assert impl.left.where.line == line_of(npu, 'option["ACL_OP_SELECT_IMPL_MODE"]')

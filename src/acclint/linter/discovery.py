@@ -12,7 +12,8 @@ from typing import Iterable, Sequence
 PYTHON_SUFFIXES = (".py", ".pyi")
 SHELL_SUFFIXES = (".sh", ".bash")
 SCANNED_SUFFIXES = PYTHON_SUFFIXES + SHELL_SUFFIXES
-CONFIG_SUFFIXES = (".json",)  # read only when they turn out to be configs acclint knows (msprobe)
+# Read only when they turn out to be configs acclint knows (msprobe JSON, YAML with Ascend modes).
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
 # Folders that never hold the user's training code.
 SKIPPED_DIRS = frozenset(
@@ -144,5 +145,6 @@ def _walk(folder: Path, root: Path, exclude, found: Discovery, seen, ancestors: 
                 found.skipped.append((path, "symbolic link loop"))
                 continue
             _walk(path, root, exclude, found, seen, ancestors | {key})
-        elif path.suffix in SCANNED_SUFFIXES or (path.suffix in CONFIG_SUFFIXES and "config" in path.name.lower()):
+        elif path.suffix in SCANNED_SUFFIXES or (path.suffix in CONFIG_SUFFIXES and (
+                "config" in path.name.lower() or path.suffix != ".json")):  # YAML: a cheap text test decides
             _add(path, found, seen)

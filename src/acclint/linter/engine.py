@@ -88,6 +88,9 @@ def check_programs(project: Project, rules: list, sink: Sink, progress=None) -> 
                 check(shells_only, shell)
 
 
+_SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
 def _filter(sink: Sink, config: Config, given: set) -> list:
     """Findings in the files given, once per place. A finding that several programs reach (a
     helper, a module-level line) is reported once, saying how many; a per-file finding stands for
@@ -108,10 +111,15 @@ def _filter(sink: Sink, config: Config, given: set) -> list:
             continue
         place = places.setdefault((finding.rule, finding.path, finding.line, finding.column), (finding, {}))
         place[1][program] = None
-    explicit = {(f.rule, f.path, f.line) for f in per_file}
+    explicit = {(f.rule, f.path, f.line): index for index, f in enumerate(per_file)}
     out = per_file
     for (rule, path, line, _), (finding, programs) in places.items():
-        if (rule, path, line) in explicit:
+        index = explicit.get((rule, path, line))
+        if index is not None:
+            # The per-file finding stands, unless the program knows more that makes it graver
+            # (a saturation-mode write is an error where the program also needs INF/NaN mode).
+            if _SEVERITY_RANK.get(finding.severity, 0) > _SEVERITY_RANK.get(per_file[index].severity, 0):
+                per_file[index] = finding
             continue
         if len(programs) > 1:
             example = next(iter(programs))

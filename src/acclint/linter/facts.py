@@ -149,6 +149,19 @@ class EnvWrite:
 
 
 @dataclass(slots=True)
+class KeyWrite:
+    """`name["KEY"] = value` on anything but `os.environ`: an options dict built key by key
+    (`option["ACL_PRECISION_MODE"] = "allow_fp32_to_fp16"` before `torch.npu.set_option(option)`)."""
+
+    node: int
+    base: str  # the dotted name written into
+    key: str
+    value: Value
+    scope: str
+    order: int
+
+
+@dataclass(slots=True)
 class Import:
     module: str  # absolute, or with leading dots for relative imports
     name: Optional[str]  # imported member for `from m import name`
@@ -185,6 +198,7 @@ class FileFacts:
     assignments: list = field(default_factory=list)
     name_assignments: list = field(default_factory=list)  # NameAssignment, in source order
     env_writes: list = field(default_factory=list)
+    key_writes: list = field(default_factory=list)  # KeyWrite, in source order
     imports: list = field(default_factory=list)
     functions: dict = field(default_factory=dict)  # qualname -> FunctionDef
     classes: dict = field(default_factory=dict)  # qualname -> ClassDef

@@ -269,7 +269,7 @@ class FileWalker:
         self.nodes: list = []  # node index -> CST node, for positions
         self.order = 0
         self.aliases: list = []  # (name, dotted) from `name = dotted.name`
-        self.environ_subscripts: list = []  # (EnvWrite, base dotted) to confirm after resolution
+        self.environ_subscripts: list = []  # (EnvWrite, base dotted, value node): os.environ or a dict
         self.value_nodes: list = []  # Values whose names resolve after the walk
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -491,7 +491,7 @@ class FileWalker:
             order=self._next_order(),
             in_main=state.in_main,
         )
-        self.environ_subscripts.append((write, base))
+        self.environ_subscripts.append((write, base, value))
 
     def _function(self, node: cst.FunctionDef, state: _State, stack: list):
         qualname = node.name.value if state.scope == F.MODULE_SCOPE else f"{state.scope}.{node.name.value}"
@@ -577,9 +577,14 @@ class FileWalker:
                 value.base_call = False
                 value.chain = (method, *value.chain)
                 value.base_names = resolve(value.base, bindings)
-        for write, base in self.environ_subscripts:
+        for write, base, value in self.environ_subscripts:
             if "os.environ" in resolve(base, bindings):
                 facts.env_writes.append(write)
+            else:  # an options dict built key by key; its value summarised like any other
+                summary = F.Value(literal=literal(value), dotted=dotted_name(value))
+                if summary.dotted:
+                    summary.names = resolve(summary.dotted, bindings)
+                facts.key_writes.append(F.KeyWrite(write.node, base, write.name, summary, write.scope, write.order))
         facts.env_writes.extend(_env_writes_from_calls(facts.calls))
         facts.env_writes.sort(key=lambda w: w.order)
 

@@ -12,9 +12,11 @@ import platform
 import sys
 from typing import Any, Callable, Mapping
 
+from acclint.knowledge import table
 from acclint.runtime_checks.optimizers import plain_value
 
-# Environment variables that change numerics or determinism.
+# Environment variables that change numerics or determinism (with the Ascend overflow-mode and
+# collective variables of knowledge/npu_modes.toml).
 ENV_VARIABLES = (
     "HCCL_DETERMINISTIC",
     "CUBLAS_WORKSPACE_CONFIG",
@@ -23,6 +25,7 @@ ENV_VARIABLES = (
     "NCCL_ALGO",
     "PYTHONHASHSEED",
     "MS_DEV_JIT_ENABLE",
+    *table("npu_modes")["runtime"]["variables"],
 )
 
 TORCH_SETTINGS: dict[str, Callable[[Any], Any]] = {
@@ -38,6 +41,52 @@ TORCH_SETTINGS: dict[str, Callable[[Any], Any]] = {
     "npu.conv.allow_hf32": lambda torch: torch.npu.conv.allow_hf32,
 }
 
+
+
+def _npu_option(torch_npu: Any, name: str) -> Any:
+    """A torch_npu compile option as set (`set_option`), or None when never set."""
+    value = torch_npu._C._npu_getOption(name)
+    value = value.decode() if isinstance(value, bytes) else value
+    return value or None
+
+
+# Read only when the user imported torch_npu (passed the module, not torch).
+TORCH_NPU_SETTINGS: dict[str, Callable[[Any], Any]] = {
+    "npu.precision_mode": lambda torch_npu: _npu_option(torch_npu, "ACL_PRECISION_MODE"),
+    "npu.op_select_impl_mode": lambda torch_npu: _npu_option(torch_npu, "ACL_OP_SELECT_IMPL_MODE"),
+    "npu.soc_name": lambda torch_npu: torch_npu.npu.get_device_name(),
+}
+
+
+def soc_default_precision_mode(soc_name: Any) -> Any:
+    """The precision mode CANN applies when nothing sets it, for a SoC name such as "Ascend910B3"."""
+    if not isinstance(soc_name, str):
+        return None
+    for family in table("npu_modes")["families"].values():
+        if soc_name.startswith(tuple(family["soc_prefixes"])):
+            return family["default"]
+    return None
+
+
+def precision_mode_lowers(mode: Any) -> Any:
+    """True when an Ascend precision mode runs float32 matmuls in a 16-bit format; None if unknown."""
+    entry = table("npu_modes")["modes"].get(mode.strip().lower()) if isinstance(mode, str) else None
+    return None if entry is None else bool(entry["lowers"])
+
+
+def npu_fp32_matmul_16bit(settings: Mapping[str, Any]) -> Any:
+    """From recorded settings: the mode set, else the SoC's default."""
+    mode = settings.get("npu.precision_mode") or soc_default_precision_mode(settings.get("npu.soc_name"))
+    return precision_mode_lowers(mode)
+
+
+# device type -> whether float32 matmuls run in a 16-bit format (fp16/bf16 inputs), beyond TF32/HF32:
+# CUDA only with set_float32_matmul_precision("medium") (bf16); Ascend by its precision mode.
+TORCH_FP32_MATMUL_16BIT: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "cuda": lambda s: s.get("float32_matmul_precision") == "medium" if "float32_matmul_precision" in s else None,
+    "npu": npu_fp32_matmul_16bit,
+}
+
 # device type -> how to read "float32 matmul/conv run in a reduced format" from the raw settings.
 TORCH_REDUCED_MATMUL: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "cuda": lambda s: bool(s.get("cuda.matmul.allow_tf32")) or s.get("float32_matmul_precision", "highest") != "highest",
@@ -49,21 +98,6 @@ TORCH_REDUCED_CONV: dict[str, Callable[[Mapping[str, Any]], Any]] = {
 }
 
 MINDSPORE_CONTEXT_KEYS = ("deterministic", "device_target", "mode", "jit_level", "ascend_config")
-
-# Ascend precision_mode values that let float32 matmuls run in a 16-bit format.
-MINDSPORE_REDUCING_PRECISION_MODES = {
-    "force_fp16": True,
-    "allow_fp32_to_fp16": True,
-    "allow_fp32_to_bf16": True,
-    "allow_mix_precision": True,
-    "allow_mix_precision_fp16": True,
-    "allow_mix_precision_bf16": True,
-    "force_lowerprecision": True,
-    "cube_fp16in_fp32out": True,
-    "must_keep_origin_dtype": False,
-    "force_fp32": False,
-}
-
 
 def _collect(table: Mapping[str, Callable[[Any], Any]], module: Any) -> dict[str, Any]:
     found = {}
@@ -101,12 +135,15 @@ def torch_environment(torch: Any, device_type: str) -> dict[str, Any]:
         "torch_npu": getattr(torch_npu, "__version__", None),
     })
     settings = _collect(TORCH_SETTINGS, torch)
+    if torch_npu is not None:
+        settings.update(_collect(TORCH_NPU_SETTINGS, torch_npu))
     env["settings"] = settings
     env["seed"] = _safe(torch.initial_seed)
     env["effective"] = {
         "deterministic": settings.get("deterministic_algorithms"),
         "reduced-precision-matmul": _derive(TORCH_REDUCED_MATMUL, device_type, settings),
         "reduced-precision-conv": _derive(TORCH_REDUCED_CONV, device_type, settings),
+        "fp32-matmul-16-bit": _derive(TORCH_FP32_MATMUL_16BIT, device_type, settings),
     }
     return env
 
@@ -125,12 +162,14 @@ def mindspore_environment(ms: Any) -> dict[str, Any]:
     reduced = None
     if settings.get("context.device_target") == "Ascend":
         precision_mode = (settings.get("context.ascend_config") or {}).get("precision_mode")
-        reduced = MINDSPORE_REDUCING_PRECISION_MODES.get(precision_mode)
+        reduced = precision_mode_lowers(precision_mode)
     deterministic = settings.get("context.deterministic")
     env["effective"] = {
         "deterministic": None if deterministic is None else deterministic == "ON",
         "reduced-precision-matmul": reduced,
         "reduced-precision-conv": reduced,
+        # The default differs per SoC and MindSpore version: only a mode written down is known.
+        "fp32-matmul-16-bit": reduced,
     }
     return env
 

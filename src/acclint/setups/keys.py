@@ -70,6 +70,8 @@ def _value_names() -> dict:
 def canonical_value(key: str, value):
     """One name for an algorithm several tools spell differently (`CosineWithWarmUpLR` -> cosine)."""
     names = _value_names().get(key)
+    if names is not None and isinstance(value, int) and not isinstance(value, bool):
+        return names.get(str(value), value)  # `INF_NAN_MODE_ENABLE=0` reads as a number; the table names it
     if names is None or not isinstance(value, str):
         return value
     return names.get(value.lower().replace("-", "").replace("_", ""), value)

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Optional
 
+from acclint.knowledge import table
 from acclint.linter.facts import MODULE_SCOPE, NOT_LITERAL, Call, FileFacts, ParamGroups, Value
+from acclint.linter.options import option_dicts
 from acclint.setups import keys
 from acclint.setups.record import Setting, Setup, Where
 from acclint.setups.values import parse_text, show
@@ -21,9 +23,9 @@ from acclint.setups.values import parse_text, show
 KEYWORD_SETTINGS = frozenset(
     {"transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments", "trl.SFTConfig"}
 )
-# `mindspore.set_context(deterministic="ON")` and `torch_npu.npu.set_option({...})`.
-SET_CONTEXT = frozenset({"mindspore.set_context"})
-SET_OPTION = frozenset({"torch.npu.set_option"})
+# `mindspore.set_context(deterministic="ON")` and `torch_npu.npu.set_option({...})` under its aliases.
+SET_CONTEXT = frozenset(table("npu_modes")["precision"]["set_context"])
+SET_OPTION = frozenset(table("npu_modes")["precision"]["set_option"])
 FRAMEWORKS = (("mindspore", "mindspore"), ("torch", "pytorch"))
 _UNSET = object()
 
@@ -227,8 +229,9 @@ class _Reader:
 
     def _set_context(self, call: Call) -> None:
         ascend = call.arg("ascend_config")
-        if ascend is not None and isinstance(ascend.value.literal, dict):
-            self._options(call, ascend.value.literal, "ascend_config")
+        if ascend is not None and not ascend.star:
+            for node, options in option_dicts(self.facts, call, ascend.value):
+                self._options(node, options, "ascend_config")
         deterministic = call.arg("deterministic")
         if deterministic is not None and isinstance(deterministic.value.literal, str):
             value = deterministic.value.literal.upper() == "ON"
@@ -237,16 +240,17 @@ class _Reader:
 
     def _set_option(self, call: Call) -> None:
         options = call.arg("option", 0)
-        if options is not None and isinstance(options.value.literal, dict):
-            self._options(call, options.value.literal, "set_option")
+        if options is not None and not options.star:
+            for node, found in option_dicts(self.facts, call, options.value):
+                self._options(node, found, "set_option")
 
-    def _options(self, call: Call, options: dict, written: str) -> None:
-        """`{"ACL_PRECISION_MODE": ...}` (torch_npu) or `{"precision_mode": ...}` (MindSpore)."""
+    def _options(self, node: int, options: dict, written: str) -> None:
+        """`{"ACL_PRECISION_MODE": ...}` (torch_npu) or `{"precision_mode": ...}` (MindSpore), at `node`."""
         environment = keys.knowledge()["environment"]
         for name, value in options.items():
             key = environment.get(str(name)) or environment.get(f"ACL_{str(name).upper()}")
-            if key is not None:
-                self.setup.put(Setting(key, _plain(value), self.where(call.node), written=f"{written}({name}={value!r})"))
+            if key is not None and value is not NOT_LITERAL:
+                self.setup.put(Setting(key, _plain(value), self.where(node), written=f"{written}({name}={value!r})"))
 
     def _assignments(self) -> None:
         table = keys.knowledge()["assignments"]
