@@ -37,6 +37,7 @@ def launch(args: str) -> str:
     ("--seq-length 4096 --pre-tockens 1024 --sparse-mode $MODE", False),  # mode unknown
     ("--seq-length 4096 --pre-tockens 1024 --position-embedding-type alibi", False),
     ("--seq-length 4096 --pre-tockens 1024 --position-embedding-type rope", True),
+    ("--seq-length 4096 --pre-tockens 1024 --window-size 1024,0", False),  # a declared window
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 2", False),  # ring CP by default
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 2 --context-parallel-algo hybrid_cp_algo", False),
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 2 --context-parallel-algo ulysses_cp_algo", True),

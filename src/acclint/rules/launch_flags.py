@@ -100,8 +100,8 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
     doc = RuleDoc(
         what="Reports `--pre-tockens N` in a MindSpeed / MindSpeed-LLM launch whose `--seq-length S` is "
         "larger than N + 1, when the attention reads the value: sparse mode 0 (defaultMask, the default) or "
-        "4 (band), no `--sliding-window` or ALiBi (MindSpeed-LLM then sets it itself), and no ring context "
-        "parallelism (which computes it per chunk).",
+        "4 (band), no `--sliding-window` or ALiBi (MindSpeed-LLM then sets it itself), no Megatron `--window-size` "
+        "(a declared window), and no ring context parallelism (which computes it per chunk).",
         why="MindSpeed passes `--pre-tockens` to `torch_npu.npu_fusion_attention(pre_tockens=N)` and builds its "
         "non-flash causal mask from it: query i attends only to keys i-N .. i. A GPU (Megatron-LM) causal "
         "attention attends to all i earlier tokens, up to S-1. With N < S-1 every token further back than N is "
@@ -206,7 +206,7 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
         if pre is None or length is None or pre + 1 >= length:
             return
         mode = self._sparse_mode(flags, entry)
-        if mode not in entry["reading_sparse_modes"] or self._overridden(flags, entry) or self._ring_cp(flags, entry):
+        if mode not in entry["reading_sparse_modes"] or self._declared(flags, entry) or self._ring_cp(flags, entry):
             return
         names = entry["sparse_mode_names"]
         message = (
@@ -226,8 +226,9 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
         return _int(flags[entry["sparse_mode_flag"]])  # None (unknown): not judged
 
     @staticmethod
-    def _overridden(flags: dict, entry: dict) -> bool:
-        for override in entry["overridden_by"]:
+    def _declared(flags: dict, entry: dict) -> bool:
+        """A setting that makes a small pre_tockens intended or overridden (see the table)."""
+        for override in entry["quiet_with"]:
             given = flags.get(override["flag"])
             if given is not None and ("value" not in override or given.value == override["value"]):
                 return True
