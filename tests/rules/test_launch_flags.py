@@ -33,6 +33,9 @@ def launch(args: str) -> str:
     ("--seq-length 4096 --pre-tockens 4095", False),  # query 4095 still sees key 0
     ("--seq-length 4096 --pre-tockens 4094", True),
     ("--encoder-seq-length 4096 --pre-tockens 1024", True),  # Megatron's other spelling
+    ("--seq-length=4096 --pre-tockens=1024", True),
+    ("--seq-length 4096 --pre-tockens many", False),
+    ("--seq-length 4096 --pre-tockens 1024 --sparse-mode 4", True),  # band
     ("--seq-length 4096 --pre-tockens 1024 --sparse-mode 3", False),  # rightDownCausal ignores it
     ("--seq-length 4096 --pre-tockens 1024 --sparse-mode $MODE", False),  # mode unknown
     ("--seq-length 4096 --pre-tockens 1024 --position-embedding-type alibi", False),
@@ -42,14 +45,25 @@ def launch(args: str) -> str:
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 2 --context-parallel-algo hybrid_cp_algo", False),
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 2 --context-parallel-algo ulysses_cp_algo", True),
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 1", True),
-    ("--seq-length=4096 --pre-tockens=1024", True),
-    ("--seq-length 4096 --pre-tockens many", False),
+    # no mask from the dataloader: MindSpeed builds a flash mask and switches to sparse mode 2
+    ("--seq-length 4096 --pre-tockens 1024 --no-create-attention-mask-in-dataloader", False),
 ])
-def test_when_the_npu_reads_pre_tockens(tmp_path, args, reported):
-    found = findings(tmp_path, {"run.sh": launch(args)}, PRE)
+def test_when_flash_attention_reads_pre_tockens(tmp_path, args, reported):
+    found = findings(tmp_path, {"run.sh": launch("--use-flash-attn " + args)}, PRE)
     assert bool(found) == reported, [f.message for f in found]
     if reported:
         assert found[0].line == 2 and found[0].severity == "warning" and found[0].category == "fused-op"
+        assert "npu_fusion_attention (sparse mode" in found[0].message
+
+
+@pytest.mark.parametrize("args,reported", [
+    ("--seq-length 4096 --pre-tockens 1024", False),  # the dataloader's mask is used as is
+    ("--seq-length 4096 --pre-tockens 1024 --no-create-attention-mask-in-dataloader", True),
+    ("--seq-length 4096 --pre-tockens 1024 --use-fusion-attn-v2", True),  # the v2 flash kernel
+])
+def test_without_flash_attention_only_mindspeeds_own_mask_reads_it(tmp_path, args, reported):
+    found = findings(tmp_path, {"run.sh": launch(args)}, PRE)
+    assert bool(found) == reported, [f.message for f in found]
 
 
 def test_values_come_through_a_sourced_config_and_the_message_gives_both_numbers(tmp_path):
@@ -73,7 +87,7 @@ def test_values_come_through_a_sourced_config_and_the_message_gives_both_numbers
 def test_a_launch_script_given_alone_beside_its_training_script(tmp_path):
     files = {
         "pretrain_gpt.py": "import torch\n\nif __name__ == '__main__':\n    torch.manual_seed(0)\n",
-        "run.sh": launch("--seq-length 4096 --pre-tockens 1024 --fp16 --reuse-fp32-param"),
+        "run.sh": launch("--seq-length 4096 --use-flash-attn --pre-tockens 1024 --fp16 --reuse-fp32-param"),
     }
     assert [f.line for f in findings(tmp_path, files, PRE, given="run.sh")] == [2]
     reuse = findings(tmp_path, files, REUSE, given="run.sh")

@@ -99,16 +99,18 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
     summary = "--pre-tockens below --seq-length: NPU attention sees only a band of earlier tokens"
     doc = RuleDoc(
         what="Reports `--pre-tockens N` in a MindSpeed / MindSpeed-LLM launch whose `--seq-length S` is "
-        "larger than N + 1, when the attention reads the value: sparse mode 0 (defaultMask, the default) or "
-        "4 (band), no `--sliding-window` or ALiBi (MindSpeed-LLM then sets it itself), no Megatron `--window-size` "
-        "(a declared window), and no ring context parallelism (which computes it per chunk).",
-        why="MindSpeed passes `--pre-tockens` to `torch_npu.npu_fusion_attention(pre_tockens=N)` and builds its "
-        "non-flash causal mask from it: query i attends only to keys i-N .. i. A GPU (Megatron-LM) causal "
+        "larger than N + 1, when the attention reads the value: flash attention with the dataloader's mask and "
+        "sparse mode 0 (defaultMask, the default) or 4 (band), or unfused attention with "
+        "`--no-create-attention-mask-in-dataloader` (MindSpeed builds the mask from it). It stays quiet with "
+        "`--sliding-window` or ALiBi (MindSpeed-LLM then sets it itself), Megatron's `--window-size` (a declared "
+        "window) and ring context parallelism (which computes it per chunk).",
+        why="MindSpeed passes `--pre-tockens` to `torch_npu.npu_fusion_attention(pre_tockens=N)`, and builds its "
+        "own unfused causal mask from it: query i attends only to keys i-N .. i. A GPU (Megatron-LM) causal "
         "attention attends to all i earlier tokens, up to S-1. With N < S-1 every token further back than N is "
         "masked on the NPU only, so the losses differ from the first step, and more the longer the documents. "
         "Defaults: kernel 2147483647, MindSpeed 65536, MindSpeed-LLM 1048576, all above usual sequence lengths. "
-        "The sparse modes 1, 2, 3, 5 and 6 ignore the value (op-plugin sparse-mode pages), and MindSpeed accepts "
-        "only 0 or 2 with `--use-flash-attn`.",
+        "The sparse modes 1, 2, 3, 5 and 6 ignore the value (op-plugin sparse-mode pages); MindSpeed accepts "
+        "only 0 or 2 with `--use-flash-attn` and forces 2 when it builds a flash mask itself.",
         fix="Remove `--pre-tockens` (or set it to at least the sequence length). If the model really uses a "
         "sliding window, give the GPU run the same window (Megatron-LM `--window-size`) and, on MindSpeed-LLM, "
         "say so with `--sliding-window`.",
@@ -205,14 +207,13 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
         length = next((n for f in entry["length_flags"] if (n := _int(flags.get(f))) is not None), None)
         if pre is None or length is None or pre + 1 >= length:
             return
-        mode = self._sparse_mode(flags, entry)
-        if mode not in entry["reading_sparse_modes"] or self._declared(flags, entry) or self._ring_cp(flags, entry):
+        reader = self._reader(flags, entry)
+        if reader is None or self._declared(flags, entry) or self._ring_cp(flags, entry):
             return
-        names = entry["sparse_mode_names"]
         message = (
-            f"--pre-tockens {pre} with --seq-length {length}: npu_fusion_attention (sparse mode {mode}, "
-            f"{names[str(mode)]}) lets query i attend only to keys i-{pre}..i, so tokens more than {pre} positions "
-            f"back are masked on the NPU, while a GPU causal attention sees all {length - 1} earlier tokens. "
+            f"--pre-tockens {pre} with --seq-length {length}: {reader} lets query i attend only to keys "
+            f"i-{pre}..i, so tokens more than {pre} positions back are masked on the NPU, while a GPU causal "
+            f"attention sees all {length - 1} earlier tokens. "
             f"Defaults: {_defaults('pre-tockens')} (kernel {entry['kernel_default']})."
         )
         fix = (f"remove --pre-tockens (or set it to at least {length}); for a deliberate sliding window give the "
@@ -220,17 +221,28 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
         yield Found(flags["pre-tockens"].span, message, fix)
 
     @staticmethod
-    def _sparse_mode(flags: dict, entry: dict) -> Optional[int]:
-        if entry["sparse_mode_flag"] not in flags:
-            return entry["default_sparse_mode"]
-        return _int(flags[entry["sparse_mode_flag"]])  # None (unknown): not judged
+    def _reader(flags: dict, entry: dict) -> Optional[str]:
+        """What reads pre_tockens in this launch (see the table), or None when nothing does."""
+        flash = any(flag in flags for flag in entry["flash_flags"])
+        own_mask = entry["no_dataloader_mask_flag"] in flags
+        if not flash:
+            return "MindSpeed's causal mask, built from it without flash attention," if own_mask else None
+        if own_mask:
+            return None  # MindSpeed switches flash attention to sparse mode 2
+        given = flags.get(entry["sparse_mode_flag"])
+        mode = entry["default_sparse_mode"] if given is None else _int(given)  # None (unknown): not judged
+        if mode not in entry["reading_sparse_modes"]:
+            return None
+        return f"npu_fusion_attention (sparse mode {mode}, {entry['sparse_mode_names'][str(mode)]})"
 
     @staticmethod
     def _declared(flags: dict, entry: dict) -> bool:
         """A setting that makes a small pre_tockens intended or overridden (see the table)."""
         for override in entry["quiet_with"]:
             given = flags.get(override["flag"])
-            if given is not None and ("value" not in override or given.value == override["value"]):
+            if given is None or ("value" in override and given.value != override["value"]):
+                continue
+            if all(other in flags for other in override.get("also", ())):
                 return True
         return False
 
