@@ -45,6 +45,8 @@ def launch(args: str) -> str:
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 2 --context-parallel-algo hybrid_cp_algo", False),
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 2 --context-parallel-algo ulysses_cp_algo", True),
     ("--seq-length 4096 --pre-tockens 1024 --context-parallel-size 1", True),
+    ("--seq-length 4096 --pre-tockens 1024 $EXTRA_ARGS", False),  # may set a sparse mode or a window
+    ("--seq-length 4096 --pre-tockens 1024 --data-path $DATA", True),
     # no mask from the dataloader: MindSpeed builds a flash mask and switches to sparse mode 2
     ("--seq-length 4096 --pre-tockens 1024 --no-create-attention-mask-in-dataloader", False),
 ])

@@ -103,7 +103,8 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
         "sparse mode 0 (defaultMask, the default) or 4 (band), or unfused attention with "
         "`--no-create-attention-mask-in-dataloader` (MindSpeed builds the mask from it). It stays quiet with "
         "`--sliding-window` or ALiBi (MindSpeed-LLM then sets it itself), Megatron's `--window-size` (a declared "
-        "window) and ring context parallelism (which computes it per chunk).",
+        "window), ring context parallelism (which computes it per chunk), and when an argument acclint cannot "
+        "read (`$EXTRA_ARGS`) might carry any of these.",
         why="MindSpeed passes `--pre-tockens` to `torch_npu.npu_fusion_attention(pre_tockens=N)`, and builds its "
         "own unfused causal mask from it: query i attends only to keys i-N .. i. A GPU (Megatron-LM) causal "
         "attention attends to all i earlier tokens, up to S-1. With N < S-1 every token further back than N is "
@@ -208,8 +209,8 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
         if pre is None or length is None or pre + 1 >= length:
             return
         reader = self._reader(flags, entry)
-        if reader is None or self._declared(flags, entry) or self._ring_cp(flags, entry):
-            return
+        if reader is None or self._declared(flags, entry) or self._ring_cp(flags, entry) or may_hide_flags(launch):
+            return  # (hidden flags may set the sparse mode, a window, or --pre-tockens again)
         message = (
             f"--pre-tockens {pre} with --seq-length {length}: {reader} lets query i attend only to keys "
             f"i-{pre}..i, so tokens more than {pre} positions back are masked on the NPU, while a GPU causal "
