@@ -66,6 +66,17 @@ class Setup:
     loss_fn: Callable[[Any, Any], Any]
     batch: Any
 
+    def train(self, steps: int) -> list[float]:
+        """`steps` plain torch training steps on the batch; their losses."""
+        losses = []
+        for _ in range(steps):
+            self.optimizer.zero_grad()
+            loss = self.loss_fn(self.model, self.batch)
+            loss.backward()
+            self.optimizer.step()
+            losses.append(loss.item())
+        return losses
+
 
 def torch_net(torch: Any, width: int = 16, extra_layer: bool = False, dropout: float = 0.0) -> Any:
     """Linear -> LayerNorm -> Linear -> BatchNorm -> (extra Linear) -> head."""

@@ -13,6 +13,7 @@ import pytest
 
 from acclint.runtime import Fingerprint, FingerprintError, NonFiniteLossError, compare, load
 from acclint.runtime_checks.distributed import rank_path
+from acclint.runtime_checks.contenthash import LEGACY_ALGORITHM
 from acclint.runtime_checks.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
 
 
@@ -69,10 +70,10 @@ def test_missing_file_and_wrong_content(tmp_path):
 
 def test_other_format_version(make_fingerprint, tmp_path):
     data = make_fingerprint().to_dict()
-    data["version"] = 3
-    path = tmp_path / "v3.json"
+    data["version"] = 4
+    path = tmp_path / "v4.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(FingerprintError, match="version 3 is not supported.*reads versions 1 and 2"):
+    with pytest.raises(FingerprintError, match="version 4 is not supported.*reads versions 1, 2 and 3"):
         load(path)
 
 
@@ -86,6 +87,7 @@ def test_a_version_1_file_loads_and_its_missing_stages_show_as_not_recorded(make
     loaded = load(path)
     assert loaded.version == 1 and loaded.batch is None and loaded.modules is None and loaded.forward is None
     current = make_fingerprint()
+    current.version, current.hash_algorithm = 2, LEGACY_ALGORITHM  # a version 2 fingerprint: sha256 too
     current.batch = [ValueRecord(path="0", shape=[2], dtype="int64", stats={"mean": 1.0}, sha256="ef" * 32)]
     current.modules = [ModuleRecord(name="ln", module="LayerNorm", settings={"eps": 1e-5})]
     current.forward = []
@@ -156,3 +158,26 @@ def test_fingerprint_is_a_dataclass_with_summary_helpers(make_fingerprint):
     fingerprint: Fingerprint = make_fingerprint()
     assert fingerprint.param_count() == (6, 6)
     assert "torch 0.0 on cpu" in fingerprint.label
+
+
+def test_hashes_of_format_2_and_3_are_not_compared_but_everything_else_is(make_fingerprint, tmp_path):
+    """Format 3 hashes with mix64, 1 and 2 with sha256: equal tensors hash differently across them."""
+    old = make_fingerprint().to_dict()
+    old["version"] = 2
+    del old["hash_algorithm"]
+    for record in old["params"] + old["state"]:
+        record["sha256"] = "ab" * 32  # a sha256 digest: would differ from every mix64 digest
+    old["batch"] = [{"path": "0", "shape": [2], "dtype": "int64", "stats": {"mean": 1.0}, "sha256": "cd" * 32}]
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(old))
+    loaded = load(path)
+    assert loaded.hash_algorithm == LEGACY_ALGORITHM
+    current = make_fingerprint()
+    current.batch = [ValueRecord(path="0", shape=[2], dtype="int64", stats={"mean": 1.0}, sha256="ef" * 16)]
+    result = compare(loaded, current)
+    assert result.ok, result.verdict()  # no init-weights or batch mismatch from the hash change
+    assert "sha256-f32 on the left" in result.skipped["weights"] and "mix64 on the right" in result.skipped["weights"]
+    assert "same acclint version" in result.skipped["data"]
+    changed = make_fingerprint()
+    changed.step.loss += 1.0
+    assert "loss" in {m.kind for m in compare(loaded, changed).mismatches}  # the other stages still compare

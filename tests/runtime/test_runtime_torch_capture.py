@@ -97,23 +97,13 @@ def test_rollback_leaves_model_optimizer_and_rng_untouched(make_torch, torch):
 
 
 def test_training_after_capture_equals_training_without_it(make_torch, torch):
-    def train(setup, steps=3):
-        losses = []
-        for _ in range(steps):
-            setup.optimizer.zero_grad()
-            loss = setup.loss_fn(setup.model, setup.batch)
-            loss.backward()
-            setup.optimizer.step()
-            losses.append(loss.item())
-        return losses
-
     plain = make_torch(dropout=0.3)
     torch.manual_seed(5)
-    expected = train(plain)
+    expected = plain.train(3)
     observed = make_torch(dropout=0.3)
     torch.manual_seed(5)  # before capture: its dropout draws must not shift the run's
     capture(observed.model, observed.optimizer, observed.loss_fn, observed.batch)
-    assert train(observed) == expected
+    assert observed.train(3) == expected
 
 
 def test_keep_step_leaves_the_model_after_one_update(make_torch, torch):
@@ -169,7 +159,7 @@ def test_fingerprint_without_tensors_is_small_plain_json(make_torch, tmp_path):
     path = capture(setup.model, setup.optimizer, setup.loss_fn, setup.batch).save(tmp_path / "fp.json")
     assert not list(tmp_path.glob("*.npz"))
     data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
-    assert data["format"] == "acclint-fingerprint" and data["version"] == 2
+    assert data["format"] == "acclint-fingerprint" and data["version"] == 3 and data["hash_algorithm"] == "mix64"
     assert path.stat().st_size < 50_000
 
 

@@ -37,6 +37,14 @@ class Adapter:
         """Whether the tensor holds data that can be copied to the host."""
         return True
 
+    def summary_input(self, tensor: Any) -> Any:
+        """What `records.summarize` reads for this tensor: by default a host copy."""
+        return self.to_host(tensor)
+
+    # (statistics, digest) of a list of tensors where they live (`records.summarize_many`), or None:
+    # then `records.tensor_records` summarises host copies.
+    summarize_many: "Any" = None
+
     def key(self, tensor: Any) -> int:
         return id(tensor)
 

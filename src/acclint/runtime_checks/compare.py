@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.fingerprint import Fingerprint, OptimizerGroup, TensorRecord, load
+from acclint.runtime_checks.fingerprint import Fingerprint, OptimizerGroup, TensorRecord
+from acclint.runtime_checks.rank_files import load
 from acclint.runtime_checks.forward_compare import (
     DEFAULT_ACTIVATION_RTOL,
     ForwardComparison,
@@ -137,7 +138,8 @@ def compare(
     update_rtol instead of rtol; module activations use activation_rtol (see forward_compare).
     Hyperparameters and module settings always use float32 resolution (1e-6 relative).
     Fingerprints of format versions 1 and 2 compare with each other; stages a version 1 file
-    does not have are shown as not recorded.
+    does not have are shown as not recorded. Tensor hashes of versions 1-2 (sha256) and 3 (mix64)
+    cannot be compared: those stages are skipped, saying so.
     """
     left, right = (side if isinstance(side, Fingerprint) else load(side) for side in (left, right))
     tolerances = {"rtol": rtol, "atol": atol, "update_rtol": update_rtol, "activation_rtol": activation_rtol}
@@ -226,7 +228,7 @@ class _Comparer:
 
     def run(self) -> list[StageOutcome]:
         checks: dict[str, Callable[[StageOutcome], None]] = {
-            "data": lambda outcome: check_data(outcome, self.left.fp.batch, self.right.fp.batch),
+            "data": self.check_data,
             "count": self.check_count,
             "names": self.check_names,
             "frozen": self.check_frozen,
@@ -262,7 +264,24 @@ class _Comparer:
                 return causes[0].kind
         return None
 
+    def check_data(self, outcome: StageOutcome) -> None:
+        left, right = self.left.fp.batch, self.right.fp.batch
+        if left is None or right is None or self.hashes_comparable(outcome):
+            check_data(outcome, left, right)  # says "not recorded" first
+
     # ------------------------------------------------------------------ helpers
+    def hashes_comparable(self, outcome: StageOutcome) -> bool:
+        """Whether both sides hashed tensors alike; else the stage is skipped, saying why."""
+        a, b = self.left.fp, self.right.fp
+        if a.hash_algorithm == b.hash_algorithm:
+            return True
+        outcome.skipped = (
+            f"not compared: the tensors were hashed with {a.hash_algorithm} on the left (fingerprint format "
+            f"{a.version}) and {b.hash_algorithm} on the right (format {b.version}); capture both sides with "
+            "the same acclint version to compare them"
+        )
+        return False
+
     def close(self, a: float, b: float, rtol: float | None = None) -> bool:
         return abs(a - b) <= self.atol + (self.rtol if rtol is None else rtol) * max(abs(a), abs(b))
 
@@ -437,6 +456,8 @@ class _Comparer:
 
     # ------------------------------------------------------------------ 5. initial weights
     def check_weights(self, outcome: StageOutcome) -> None:
+        if not self.hashes_comparable(outcome):
+            return
         left_tensors = self.left.fp.load_tensors()
         right_tensors = self.right.fp.load_tensors()
         checked = 0

@@ -13,13 +13,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acclint.runtime_checks import contenthash
 from acclint.runtime_checks.errors import FingerprintError
 
 FORMAT = "acclint-fingerprint"
 # 2 added the batch, the module settings and the forward activations; version 1 files still load
-# (those stages are then "not recorded").
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# (those stages are then "not recorded"). 3 changed the content hash from sha256 to mix64
+# (`contenthash`; named in `hash_algorithm`): older files still load, and compare says their
+# hashes cannot be compared with newer ones instead of calling every tensor different.
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -36,7 +39,7 @@ class TensorRecord:
     trainable: bool
     numel: int
     stats: dict[str, float]  # mean, std, min, max, norm
-    sha256: str  # of the values as little-endian float32 (exact equality across frameworks)
+    sha256: str  # content hash (the fingerprint's hash_algorithm; the name is kept from format 1)
 
 
 @dataclass
@@ -47,7 +50,7 @@ class ValueRecord:
     shape: list[int]
     dtype: str
     stats: dict[str, float]  # mean, std, min, max, norm
-    sha256: str  # floats as little-endian float32, integers and bools as little-endian int64 (by value)
+    sha256: str  # content hash by value (hash_algorithm): floats as float32, integers and bools as int64
     samples: list[str] | None = None  # batch only: a short hash per sample (along the first dimension)
     # activations only: float32 values at evenly spaced positions of the flattened tensor, which see
     # an element-wise change (a GELU approximation) that the statistics average away
@@ -116,10 +119,14 @@ class Fingerprint:
     world_size: int = 1
     version: int = FORMAT_VERSION
     tensors_file: str | None = None
+    hash_algorithm: str = contenthash.ALGORITHM
     # None: not recorded (a version 1 file, a Probe without the batch, activations switched off).
     batch: list[ValueRecord] | None = None
     modules: list[ModuleRecord] | None = None
     forward: list[ActivationRecord] | None = None  # in the order the hooks fired
+    # True: one fingerprint of the whole model merged from all `world_size` ranks (sharded_run);
+    # False with world_size > 1: one rank's own view (files written before distributed capture).
+    logical: bool = False
     # Full initial tensors (common name -> numpy array) when asked for; saved to a side .npz, never to JSON.
     tensors: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     path: str | None = field(default=None, repr=False, compare=False)  # where it was loaded from / saved to
@@ -142,6 +149,8 @@ class Fingerprint:
         data = asdict(self)
         for transient in ("tensors", "path"):
             data.pop(transient)
+        if not data["logical"]:
+            del data["logical"]  # written for merged fingerprints only: a one-process file is as before
         ordered = {"format": FORMAT, "version": data.pop("version")}
         ordered.update(data)
         return _encode_non_finite(ordered)
@@ -152,13 +161,20 @@ class Fingerprint:
     def save(self, path: str | Path) -> Path:
         """Write the fingerprint as JSON (and full tensors, if recorded, to a side .npz).
 
-        Under a multi-process run each rank writes its own file: a "{rank}" placeholder in
-        `path` is filled in, otherwise ".rank<N>" is inserted before the suffix.
-        Returns the path written.
+        A fingerprint merged from every rank (distributed capture or Probe) is the same on every
+        rank and only rank 0 writes it. A rank's own view is written per rank: a "{rank}"
+        placeholder in `path` is filled in, otherwise ".rank<N>" is inserted before the suffix.
+        Returns the path (written, or on ranks other than 0 the one rank 0 writes).
         """
         from acclint.runtime_checks.ranks import rank_path
 
-        target = rank_path(Path(path), self.rank, self.world_size)
+        if self.logical:
+            target = Path(path)
+            if self.rank != 0:
+                self.path = str(target)
+                return target
+        else:
+            target = rank_path(Path(path), self.rank, self.world_size)
         target.parent.mkdir(parents=True, exist_ok=True)
         if self.tensors:
             import numpy as np
@@ -196,7 +212,9 @@ def load(path: str | Path) -> Fingerprint:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
+        # At the end, or on the last line (a string cut off in the middle runs to the end).
+        truncated = exc.pos >= len(text.rstrip()) or "\n" not in text.rstrip()[exc.pos :]
+        hint = " (the file looks truncated)" if truncated else ""
         raise FingerprintError(f"{path}: not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     fingerprint = from_dict(data, source=str(path))
     fingerprint.path = str(path)
@@ -219,7 +237,7 @@ def _from_dict(data: Any, source: str) -> Fingerprint:
         raise FingerprintError(f"{source}: not an acclint fingerprint (no \"format\": \"{FORMAT}\" field)")
     version = data.get("version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        readable = " and ".join(map(str, READABLE_VERSIONS))
+        readable = ", ".join(map(str, READABLE_VERSIONS[:-1])) + f" and {READABLE_VERSIONS[-1]}"
         raise FingerprintError(
             f"{source}: fingerprint format version {version!r} is not supported by this acclint "
             f"(it reads versions {readable}); capture both sides with the same acclint version"
@@ -241,9 +259,11 @@ def _from_dict(data: Any, source: str) -> Fingerprint:
         world_size=reader.get(data, "world_size", int),
         version=version,
         tensors_file=data.get("tensors_file"),
+        hash_algorithm=reader.get(data, "hash_algorithm", str) if version >= 3 else contenthash.LEGACY_ALGORITHM,
         batch=reader.optional_list(data, "batch", reader.value),
         modules=reader.optional_list(data, "modules", reader.module),
         forward=reader.optional_list(data, "forward", reader.activation),
+        logical=data.get("logical") is True,
     )
 
 

@@ -2,7 +2,7 @@
 
 Hooks exist only inside `ForwardRecorder.hooks()`, around the captured forward; they are
 removed when it ends, also when the forward raises. They only read: statistics and hashes are
-computed on host copies, so the step itself runs exactly as without them. A tensor seen twice
+computed on the side (on the device for torch), so the step itself runs exactly as without them. A tensor seen twice
 (a container's output that is its last child's output, a leaf's input that is the previous
 leaf's output) is summarised once.
 """
@@ -90,7 +90,8 @@ class ForwardRecorder:
         if seen is not None and seen[0] is tensor and seen[1] == version:
             record = seen[2]
         else:
-            record = value_record("", self.adapter.to_host(tensor), self.adapter.dtype_name(tensor), spaced=SPACED_VALUES)
+            record = value_record("", self.adapter.summary_input(tensor), self.adapter.dtype_name(tensor),
+                                  spaced=SPACED_VALUES)
             self._seen[key] = (tensor, version, record)
         return ValueRecord(path=path, shape=record.shape, dtype=record.dtype, stats=record.stats, sha256=record.sha256,
                            sample=record.sample)

@@ -15,6 +15,8 @@ from acclint.runtime_checks.environment import mindspore_environment
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.adapter import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
+from acclint.runtime_checks.mindspore_parallel import data_parallel_reducer
+from acclint.runtime_checks.offload import HostStore, aligned
 from acclint.runtime_checks.names import STATE_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import (
     MINDSPORE_ATTRIBUTE_NAMES,
@@ -33,8 +35,15 @@ NARROW_FLOAT_DTYPES = frozenset({"bfloat16"})
 
 @dataclass
 class MindSporeSnapshot:
+    """Host copies (in `store`) of Parameters, for restore()."""
+
     parameters: list[Any]
-    copies: dict[int, Any]
+    copies: dict[int, np.ndarray]  # id(parameter) -> host array (float32 for narrow float dtypes)
+    store: HostStore
+
+    def release(self) -> None:
+        self.copies.clear()
+        self.store.release()
 
 
 class MindSporeAdapter(Adapter):
@@ -200,7 +209,9 @@ class MindSporeAdapter(Adapter):
         return list(self.optimizer.parameters)
 
     def gradients(self, grads: dict[int, Any]) -> dict[int, Any]:
-        return grads  # value_and_grad already produced them
+        # value_and_grad already produced them; a data-parallel job averages them over the ranks.
+        reduce = data_parallel_reducer(self.ms, self._weights())
+        return grads if reduce is None else dict(zip(grads.keys(), reduce(tuple(grads.values()))))
 
     def clip(self, grads: dict[int, Any], max_norm: float) -> dict[int, Any]:
         clipped = self.ms.ops.clip_by_global_norm(tuple(grads.values()), max_norm)
@@ -216,23 +227,41 @@ class MindSporeAdapter(Adapter):
     def norms(self, tensors: dict[int, Any]) -> dict[int, float | None]:
         return {key: None if t is None else l2_norm(self.to_host(t)) for key, t in tensors.items()}
 
-    def diff_norms(self, tensors: list[Any], snapshot: MindSporeSnapshot) -> dict[int, float]:
-        return {id(t): l2_norm(self.to_host(t) - self.to_host(snapshot.copies[id(t)])) for t in tensors}
+    def diff_norms(self, tensors: list[Any], snapshot: MindSporeSnapshot, write_back: bool = False) -> dict[int, float]:
+        # write_back is an optimisation the torch adapter takes; here restore() puts everything back
+        return {id(t): l2_norm(self.to_host(t) - snapshot.copies[id(t)]) for t in tensors}
 
     # ------------------------------------------------------------------ snapshots and RNG
-    def snapshot(self, tensors: list[Any], with_optimizer: bool) -> MindSporeSnapshot:
-        # The optimizer is a Cell: its moments, step counter, beta powers and lr are Parameters too.
+    def snapshot(
+        self, tensors: list[Any], with_optimizer: bool, offload: str = "host", directory: "str | None" = None
+    ) -> MindSporeSnapshot:
+        """Host (or memory-mapped file) copies, one Parameter at a time. The optimizer is a Cell:
+        its moments, step counter, beta powers and lr are Parameters too."""
         parameters = {id(p): p for p in tensors}
         if with_optimizer and self.optimizer is not None:
             parameters.update((id(p), p) for _, p in self.optimizer.parameters_and_names())
-        copies = {key: p.value().copy() for key, p in parameters.items()}
-        return MindSporeSnapshot(list(parameters.values()), copies)
+        layout = {key: (tuple(p.shape), self._host_dtype(p)) for key, p in parameters.items()}
+        store = HostStore(sum(aligned(int(np.prod(shape)) * dtype.itemsize) for shape, dtype in layout.values()),
+                          offload, directory)
+        copies = {}
+        for key, parameter in parameters.items():
+            copies[key] = store.array(*layout[key])
+            copies[key][...] = self.to_host(parameter)
+        return MindSporeSnapshot(list(parameters.values()), copies, store)
+
+    def _host_dtype(self, parameter: Any) -> np.dtype:
+        if str(parameter.dtype).lower() in NARROW_FLOAT_DTYPES:
+            return np.dtype(np.float32)  # holds every bfloat16 value exactly
+        return np.dtype(self.ms.dtype_to_nptype(parameter.dtype))
 
     def restore(self, snapshot: MindSporeSnapshot) -> None:
         # In place: Parameter.set_data swaps the storage, and an optimizer that has already run
-        # keeps updating the old one (its later steps then silently do nothing).
+        # keeps updating the old one (its later steps then silently do nothing). The Tensor gets
+        # its own copy of the host array: the store is released below.
         for parameter in snapshot.parameters:
-            self.ms.ops.assign(parameter, snapshot.copies[id(parameter)])
+            saved = np.array(snapshot.copies[id(parameter)])
+            self.ms.ops.assign(parameter, self.ms.Tensor(saved, dtype=parameter.dtype))
+        snapshot.release()
 
     def rng_state(self) -> Any:
         return self.ms.get_rng_state()

@@ -1,13 +1,12 @@
 """Framework-neutral pieces shared by the torch and MindSpore paths.
 
-The framework adapters turn their tensors into host numpy arrays; everything that can be
-computed from those arrays (statistics, content hash, norms, scalar losses) lives here so
-both frameworks produce numbers the same way.
+Everything computed from a tensor's values (statistics, content hash, norms, scalar losses) is
+defined here, on host numpy arrays, so both frameworks produce numbers the same way; a torch
+tensor is summarised where it lives by `torch_summary`, to the same numbers (`summarize`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from collections import deque
@@ -17,7 +16,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from acclint.runtime_checks import contenthash
 from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.moments import EMPTY_STATS, moment_stats
 from acclint.runtime_checks.fingerprint import TensorRecord, ValueRecord
 
 # Elements per chunk when accumulating in float64: bounds the temporary copy for large tensors.
@@ -40,44 +41,42 @@ class NamedTensor:
 def hashable(array: np.ndarray) -> np.ndarray:
     """The values in the one layout that is hashed: floats as little-endian float32, integers and
     bools as little-endian int64, so torch int64 labels and MindSpore int32 labels hash equal."""
-    flat = np.ascontiguousarray(array).reshape(-1)
-    if flat.dtype.kind == "f":
-        return flat.astype("<f4", copy=False)
-    if flat.dtype.kind in "iub":
-        return flat.astype("<i8", copy=False)
-    return flat
+    return contenthash.canonical(array)
 
 
-def summarize(array: np.ndarray) -> tuple[dict[str, float], str]:
-    """Statistics and the content hash of one tensor's values (see `hashable`)."""
-    flat = hashable(array)
-    digest = hashlib.sha256(memoryview(flat).cast("B")).hexdigest()
+def summarize(array: Any) -> tuple[dict[str, float], str]:
+    """Statistics and the content hash (`contenthash`) of one tensor's values.
+
+    A host numpy array is summarised here; a torch tensor where it lives, with torch's kernels
+    (`torch_summary`), to the same numbers. One tensor at a time, so a caller holding one full
+    tensor (a gathered shard) needs nothing else in memory."""
+    if _is_torch(array):
+        if not array.is_complex():
+            return summarize_many([array])[0]
+        array = array.detach().cpu().numpy()
+    flat = hashable(np.asarray(array))
+    digest = contenthash.digest(flat)
     if flat.size == 0:
-        return {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "norm": 0.0}, digest
+        return dict(EMPTY_STATS), digest
     values = flat if flat.dtype.kind == "f" else flat.astype(np.float64)
-    mean = float(values.mean())
-    sum_sq = float(np.dot(values, values))
-    variance = max(sum_sq / values.size - mean * mean, 0.0)
-    stats = {
-        "mean": mean,
-        "std": math.sqrt(variance),
-        "min": float(values.min()),
-        "max": float(values.max()),
-        "norm": math.sqrt(sum_sq),
-    }
-    return stats, digest
+    return moment_stats(float(values.sum(dtype=np.float64)), sum_of_squares(values), float(values.min()),
+                        float(values.max()), values.size), digest
 
 
 def tensor_records(
-    tensors: Sequence[NamedTensor], to_host: Callable[[Any], np.ndarray], keep: dict[str, np.ndarray] | None = None
+    tensors: Sequence[NamedTensor],
+    to_host: Callable[[Any], np.ndarray],
+    keep: dict[str, np.ndarray] | None = None,
+    summarize_many: Callable[[list[Any]], list[tuple[dict[str, float], str]]] | None = None,
 ) -> list[TensorRecord]:
-    """Records for the tensors, hashed in parallel (hashlib and numpy release the GIL).
+    """Records for the tensors. `summarize_many` (the adapter's) summarises them where they live;
+    without it they are copied to the host one by one and summarised in parallel there.
 
-    When `keep` is a dict, a private copy of each array is stored in it under the common name.
+    When `keep` is a dict, a private host copy of each array is stored in it under the common name.
     """
 
-    def record(item: NamedTensor, array: np.ndarray) -> TensorRecord:
-        stats, digest = summarize(array)
+    def record(item: NamedTensor, summary: tuple[dict[str, float], str]) -> TensorRecord:
+        stats, digest = summary
         return TensorRecord(
             name=item.name,
             native_name=item.native_name,
@@ -90,31 +89,37 @@ def tensor_records(
             sha256=digest,
         )
 
-    # Framework calls (to_host) stay on this thread; only the numpy/hashlib work is parallel.
-    # At most 2 x workers host arrays are alive at once, so a device model is not copied whole.
+    if keep is not None:
+        keep.update((item.name, np.array(to_host(item.tensor), copy=True)) for item in tensors)
+    if summarize_many is not None:
+        return [record(item, summary) for item, summary in zip(tensors, summarize_many([t.tensor for t in tensors]))]
+    # Framework calls (to_host) stay on this thread; only the numpy work (it releases the GIL) is
+    # parallel. At most 2 x workers host arrays are alive at once: a device model is not copied whole.
     workers = max(1, min(os.cpu_count() or 1, 8))
     records: list[TensorRecord] = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending: deque[Future] = deque()
         for item in tensors:
             array = to_host(item.tensor)
-            if keep is not None:
-                keep[item.name] = np.array(array, copy=True)
-            pending.append(pool.submit(record, item, array))
+            pending.append(pool.submit(lambda i, a: record(i, summarize(a)), item, array))
             if len(pending) >= 2 * workers:
                 records.append(pending.popleft().result())
         records.extend(future.result() for future in pending)
     return records
 
 
-def l2_norm(array: np.ndarray) -> float:
-    """L2 norm accumulated in float64, chunked so large tensors need no full-size copy."""
+def sum_of_squares(array: np.ndarray) -> float:
+    """Accumulated in float64, chunked so large tensors need no full-size copy."""
     flat = np.ascontiguousarray(array).reshape(-1)
     total = 0.0
     for start in range(0, flat.size, _CHUNK):
         chunk = flat[start : start + _CHUNK].astype(np.float64)
         total += float(np.dot(chunk, chunk))
-    return math.sqrt(total)
+    return total
+
+
+def l2_norm(array: np.ndarray) -> float:
+    return math.sqrt(sum_of_squares(array))
 
 
 def global_norm(norms: Iterable[float | None]) -> float:
@@ -153,21 +158,37 @@ SAMPLE_HASHES_UP_TO = 4096
 SAMPLE_HASH_CHARS = 12
 
 
-def value_record(path: str, array: np.ndarray, dtype: str, per_sample: bool = False, spaced: int = 0) -> ValueRecord:
-    """The record of one batch or activation tensor, hashed by value (see `hashable`).
+def value_record(path: str, array: Any, dtype: str, per_sample: bool = False, spaced: int = 0) -> ValueRecord:
+    """The record of one batch or activation tensor (a host array or a torch tensor), hashed by value.
 
     `per_sample`: one short hash per sample along the first dimension (says which sample differs).
     `spaced`: also keep that many values at evenly spaced positions of the flattened tensor."""
     stats, digest = summarize(array)
+    shape = [int(n) for n in array.shape]
+    numel = int(np.prod(shape, dtype=np.int64))
     samples = None
-    if per_sample and array.ndim >= 1 and 0 < array.shape[0] <= SAMPLE_HASHES_UP_TO:
-        samples = [hashlib.sha256(memoryview(hashable(row)).cast("B")).hexdigest()[:SAMPLE_HASH_CHARS] for row in array]
+    if per_sample and len(shape) >= 1 and 0 < shape[0] <= SAMPLE_HASHES_UP_TO:
+        samples = [row_digest[:SAMPLE_HASH_CHARS] for _, row_digest in summarize_many(list(array))]
     sample = None
-    if spaced and array.size:
-        flat = array.reshape(-1)
-        sample = [float(v) for v in flat[np.linspace(0, flat.size - 1, min(spaced, flat.size)).astype(np.int64)]]
-    return ValueRecord(path=path, shape=[int(n) for n in array.shape], dtype=dtype, stats=stats, sha256=digest,
-                       samples=samples, sample=sample)
+    if spaced and numel:
+        positions = np.linspace(0, numel - 1, min(spaced, numel)).astype(np.int64)
+        sample = [float(v) for v in array.reshape(-1)[positions].tolist()]
+    return ValueRecord(path=path, shape=shape, dtype=dtype, stats=stats, sha256=digest, samples=samples, sample=sample)
+
+
+def summarize_many(arrays: list[Any]) -> list[tuple[dict[str, float], str]]:
+    """`summarize` of each; torch tensors with one device-to-host transfer for all of them."""
+    if arrays and all(_is_torch(a) and not a.is_complex() for a in arrays):
+        from acclint.runtime_checks.torch_summary import summaries
+
+        import torch
+
+        return summaries(torch).summarize_many(arrays)
+    return [summarize(a) for a in arrays]
+
+
+def _is_torch(value: Any) -> bool:
+    return not isinstance(value, np.ndarray) and type(value).__module__.partition(".")[0] == "torch"
 
 
 def named_tensors(obj: Any, is_tensor: Callable[[Any], bool], path: str = "", _depth: int = 0) -> Iterable[tuple[str, Any]]:

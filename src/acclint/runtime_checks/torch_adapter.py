@@ -7,7 +7,8 @@ are found with getattr(torch, device.type), so the NPU path is the CUDA path wit
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -17,22 +18,54 @@ from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.adapter import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
 from acclint.runtime_checks.names import IGNORED_LEAVES, builtin_common_name, leaf
+from acclint.runtime_checks.offload import HostStore, aligned
 from acclint.runtime_checks.optimizers import TORCH_OPTIMIZER_TYPES, torch_style_record
-from acclint.runtime_checks.records import NamedTensor, loss_value, walk_tensors
+from acclint.runtime_checks.records import NamedTensor, loss_value, summarize_many, walk_tensors
+from acclint.runtime_checks.sharding import local_tensor
+from acclint.runtime_checks.torch_summary import PIECE_WORDS, run_pieces, summaries
 
 # Wrapper class name -> attribute holding the user's module (names are taken from the inner one).
-WRAPPER_ATTRIBUTES = {"DistributedDataParallel": "module", "DataParallel": "module", "OptimizedModule": "_orig_mod"}
+# Megatron-LM / MindSpeed wrap their models in their own DistributedDataParallel and in Float16Module.
+WRAPPER_ATTRIBUTES = {
+    "DistributedDataParallel": "module",
+    "DataParallel": "module",
+    "OptimizedModule": "_orig_mod",
+    "Float16Module": "module",
+}
 
 # Device types whose RNG is the CPU generator (or that have none).
 HOST_DEVICE_TYPES = frozenset({"cpu", "meta"})
 
 
+# Elements per piece when measuring an update against the host copy: the device holds one
+# piece of the copy at a time (4 MiB in float32), never a whole tensor.
+DIFF_PIECE = 2 * PIECE_WORDS  # float32 elements: one scratch buffer of torch_summary
+
+
 @dataclass
 class TorchSnapshot:
+    """Host copies (in `store`) of tensors, their gradients and the optimizer state, for restore()."""
+
     tensors: list[Any]
-    copies: dict[int, Any]
-    grads: dict[int, Any]
-    optimizer_state: dict[Any, Any] | None
+    copies: dict[int, Any]  # id(tensor) -> CPU tensor in the store
+    grads: dict[int, Any]  # id(parameter) -> CPU copy of the gradient it had, or None
+    optimizer_state: dict[Any, dict[Any, Any]] | None  # tensors as _Saved
+    store: HostStore
+    written_back: set[int] = field(default_factory=set)  # ids diff_norms already restored
+
+    def release(self) -> None:
+        self.copies.clear()
+        self.grads.clear()
+        self.optimizer_state = None
+        self.store.release()
+
+
+@dataclass
+class _Saved:
+    """An optimizer-state tensor: its host copy and the device it came from."""
+
+    host: Any
+    device: Any
 
 
 class TorchAdapter(Adapter):
@@ -106,10 +139,16 @@ class TorchAdapter(Adapter):
         return [item.tensor for item in self._params] + self.buffers()
 
     def to_host(self, tensor: Any) -> np.ndarray:
-        data = tensor.detach()
+        data = local_tensor(tensor).detach()  # a DTensor: this rank's block (sharded_run assembles them)
         if data.is_floating_point() and data.dtype != self.torch.float32:
             data = data.float()  # numpy has no bfloat16; float32 holds every 16-bit value exactly
         return data.cpu().contiguous().numpy()  # no copy for contiguous CPU float32
+
+    def summary_input(self, tensor: Any) -> Any:
+        return local_tensor(tensor).detach()  # summarised on its device (torch_summary), not copied
+
+    def summarize_many(self, tensors: list[Any]) -> list[Any]:
+        return summarize_many([self.summary_input(t) for t in tensors])  # one transfer for all
 
     def environment(self) -> dict[str, Any]:
         first = next(iter(self.module.parameters()), None)
@@ -203,17 +242,46 @@ class TorchAdapter(Adapter):
     # ------------------------------------------------------------------ norms
     def norms(self, tensors: dict[int, Any]) -> dict[int, float | None]:
         vector_norm = self.torch.linalg.vector_norm
-        present = {k: vector_norm(t.detach(), dtype=self.torch.float32) for k, t in tensors.items() if t is not None}
+        present = {
+            k: vector_norm(local_tensor(t).detach(), dtype=self.torch.float32) for k, t in tensors.items() if t is not None
+        }
         values = self._floats(present)
         return {k: values.get(k) for k in tensors}
 
-    def diff_norms(self, tensors: list[Any], snapshot: TorchSnapshot) -> dict[int, float]:
-        vector_norm = self.torch.linalg.vector_norm
-        with self.torch.no_grad():
-            diffs = {
-                id(t): vector_norm(t.detach().float() - snapshot.copies[id(t)].float()) for t in tensors
-            }
-        return self._floats(diffs)
+    def diff_norms(self, tensors: list[Any], snapshot: TorchSnapshot, write_back: bool = False) -> dict[int, float]:
+        """||tensor - its snapshot copy|| for each, piece by piece against the host copy: the device
+        holds one piece of the copy at a time. `write_back` also restores each piece once measured
+        (restore() then skips those tensors), which saves a second pass over the weights."""
+        torch = self.torch
+        flat = []
+        for t in tensors:
+            local = local_tensor(t).detach()
+            live = local.reshape(-1)
+            in_place = write_back and live.data_ptr() == local.data_ptr() and local.is_contiguous()
+            flat.append((live, snapshot.copies[id(t)].reshape(-1), in_place))
+        tasks = [(i, start) for i, (live, _, _) in enumerate(flat) for start in range(0, live.numel(), DIFF_PIECE)]
+
+        def square(task: tuple[int, int]) -> Any:
+            live, saved, in_place = flat[task[0]]
+            window = slice(task[1], task[1] + DIFF_PIECE)
+            current = live[window].float()
+            scratch = summaries(torch).scratch(current.device)[0].view(torch.float32)[: current.numel()]
+            piece = torch.sub(current, saved[window].to(live.device).float(), out=scratch)
+            result = torch.dot(piece, piece).to(torch.float64)
+            if in_place:
+                live[window].copy_(saved[window])
+            return result
+
+        on_cpu = all(live.device.type == "cpu" for live, _, _ in flat)
+        with torch.no_grad():
+            results = run_pieces(torch, tasks, square, on_cpu, sum(live.numel() for live, _, _ in flat))
+            pieces: dict[int, list[Any]] = {}
+            for (index, _), result in zip(tasks, results):
+                pieces.setdefault(index, []).append(result)
+            squares = {id(t): torch.stack(pieces[i]).sum() for i, t in enumerate(tensors) if i in pieces}
+        snapshot.written_back.update(id(t) for t, (_, _, in_place) in zip(tensors, flat) if in_place)
+        norms = {key: math.sqrt(value) for key, value in self._floats(squares).items()}
+        return {id(t): norms.get(id(t), 0.0) for t in tensors}
 
     def _floats(self, scalars: dict[int, Any]) -> dict[int, float]:
         # One device-to-host transfer per device instead of one synchronisation per tensor.
@@ -227,25 +295,78 @@ class TorchAdapter(Adapter):
         return result
 
     # ------------------------------------------------------------------ snapshots and RNG
-    def snapshot(self, tensors: list[Any], with_optimizer: bool) -> TorchSnapshot:
-        with self.torch.no_grad():
-            copies = {id(t): t.detach().clone() for t in tensors}
-        grads = {id(t): t.grad for t in tensors if isinstance(t, self.torch.nn.Parameter)}
-        optimizer_state = None
+    def snapshot(
+        self, tensors: list[Any], with_optimizer: bool, offload: str = "host", directory: "str | None" = None
+    ) -> TorchSnapshot:
+        """Copies of the tensors (and their gradients, and the optimizer state) in host memory or a
+        memory-mapped file (`offload`), one tensor at a time: nothing is duplicated on the device."""
+        torch = self.torch
+        grads = {id(t): t.grad for t in tensors if isinstance(t, torch.nn.Parameter)}
+        state = {}
         if with_optimizer and self.optimizer is not None:
-            optimizer_state = {param: copy.deepcopy(state) for param, state in self.optimizer.state.items()}
-        return TorchSnapshot(list(tensors), copies, grads, optimizer_state)
+            state = {param: dict(values) for param, values in self.optimizer.state.items()}
+        held = [local_tensor(t) for t in tensors] + [g for g in grads.values() if g is not None]
+        held += [v for values in state.values() for v in values.values() if torch.is_tensor(v)]
+        store = HostStore(sum(aligned(t.numel() * t.element_size()) for t in held), offload, directory,
+                          self._pinned_allocator(held))
+
+        def host_copy(tensor: Any) -> Any:
+            tensor = local_tensor(tensor).detach()
+            raw = torch.from_numpy(store.take(tensor.numel() * tensor.element_size()))
+            return raw.view(tensor.dtype).view(tensor.shape).copy_(tensor)
+
+        with torch.no_grad():
+            copies = {id(t): host_copy(t) for t in tensors}
+            saved_grads = {key: None if g is None else host_copy(g) for key, g in grads.items()}
+            optimizer_state = None
+            if with_optimizer and self.optimizer is not None:
+                optimizer_state = {
+                    param: {k: _Saved(host_copy(v), local_tensor(v).device) if torch.is_tensor(v) else copy.deepcopy(v)
+                            for k, v in values.items()}
+                    for param, values in state.items()
+                }
+        return TorchSnapshot(list(tensors), copies, saved_grads, optimizer_state, store)
+
+    def _pinned_allocator(self, held: list) -> Any:
+        """Page-locked host memory when the tensors live on CUDA: device-to-host copies into
+        pageable memory go through the driver's staging buffers at a fraction of the bus speed."""
+        torch = self.torch
+        if not any(t.device.type == "cuda" for t in held):
+            return None
+        return lambda nbytes: torch.empty(nbytes, dtype=torch.uint8, pin_memory=True).numpy()
 
     def restore(self, snapshot: TorchSnapshot) -> None:
+        """Everything back as it was, bitwise; in place where the live tensor still fits, so
+        restore allocates on the device only what the step had freed or replaced."""
         with self.torch.no_grad():
             for tensor in snapshot.tensors:
-                tensor.copy_(snapshot.copies[id(tensor)])
-        for tensor in snapshot.tensors:
-            if id(tensor) in snapshot.grads:
-                tensor.grad = snapshot.grads[id(tensor)]
-        if snapshot.optimizer_state is not None:
-            self.optimizer.state.clear()
-            self.optimizer.state.update(snapshot.optimizer_state)
+                if id(tensor) not in snapshot.written_back:
+                    local_tensor(tensor).copy_(snapshot.copies[id(tensor)])
+            for tensor in snapshot.tensors:
+                if id(tensor) in snapshot.grads:
+                    saved = snapshot.grads[id(tensor)]
+                    tensor.grad = None if saved is None else self._put_back(tensor.grad, saved, tensor.device)
+            if snapshot.optimizer_state is not None:
+                restored = {}
+                for param, values in snapshot.optimizer_state.items():
+                    live = self.optimizer.state.get(param, {})
+                    restored[param] = {
+                        k: self._put_back(live.get(k), v.host, v.device) if isinstance(v, _Saved) else v
+                        for k, v in values.items()
+                    }
+                self.optimizer.state.clear()
+                self.optimizer.state.update(restored)
+        snapshot.release()
+
+    def _put_back(self, live: Any, saved: Any, device: Any) -> Any:
+        """`saved` (a host copy) written into `live` when that has the same shape, dtype and device
+        (a DTensor: its local part), else into a new tensor on `device`."""
+        torch = self.torch
+        target = local_tensor(live) if torch.is_tensor(live) else None
+        if target is not None and (target.shape, target.dtype, target.device) == (saved.shape, saved.dtype, device):
+            target.copy_(saved)
+            return live
+        return torch.empty(saved.shape, dtype=saved.dtype, device=device).copy_(saved)
 
     def _accelerators(self) -> list[Any]:
         devices = {p.device for p in self.module.parameters() if p.device.type not in HOST_DEVICE_TYPES}
