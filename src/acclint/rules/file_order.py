@@ -28,8 +28,9 @@ def _last(callee: str) -> str:
 
 
 def _verdict(sinks: tuple) -> tuple:
-    """("sorted" | "quiet" | "stored" | "returned" | "indexed" | "iter" | "name", detail) for where
-    a listing (or a name holding one) flows, read from the innermost consumer outwards."""
+    """("sorted" | "quiet" | "stored" | "returned" | "iter" | "name", detail) for where a listing (or a
+    name holding one) flows, read from the innermost consumer outwards. Taking one element (`[0]`) is
+    quiet: it picks a file (a checkpoint, a log), it does not build a list of samples."""
     for sink in reversed(sinks):
         kind, _, detail = sink.partition(":")
         if sink == "comp":
@@ -43,10 +44,8 @@ def _verdict(sinks: tuple) -> tuple:
             if last == "extend" and "." in detail:
                 return "name", detail.rsplit(".", 1)[0]
             return "quiet", ""  # counted, a set, or passed straight to another function
-        if sink in ("test", "in", "set-comp"):
+        if sink in ("test", "in", "set-comp", "[]"):
             return "quiet", ""
-        if sink == "[]":
-            return "indexed", ""
         if sink in ("iter", "return"):
             return ("iter" if sink == "iter" else "returned"), ""
         if kind == "attr":
@@ -67,7 +66,10 @@ class UnsortedFileList(ExplicitRule):
         "whose result is stored (an attribute, a returned list), indexed, or iterated to build a list, and is "
         "never sorted: not by `sorted(...)` around it (also after filtering or joining in a comprehension), nor "
         "by `.sort()` or `sorted(name)` on a later line. A listing that is only tested for emptiness, counted, "
-        "used for a membership test, or passed straight to another function is not reported.",
+        "used for a membership test, passed straight to another function, or only indexed for one element "
+        "is not reported; nor are lists named for checkpoints, logs, configs or exported models "
+        "(`ckpt_files`, `cfg_paths`), lists a loop builds and the function sorts afterwards, test files, and "
+        "scripts under inference, deployment or documentation folders.",
         why="These calls return entries in the order the file system keeps them: ext4 hashes names, XFS and "
         "Lustre/GPFS/OBS-backed storage use their own orders, and the order changes when files are copied. The "
         "GPU cluster and the NPU cluster hold the same dataset on different storage, so sample i is a different "
@@ -147,10 +149,25 @@ class UnsortedFileList(ExplicitRule):
                 for path in glob.glob(os.path.join(root, "*.tmp")):
                     os.remove(path)
                 return remove_all(glob.glob(os.path.join(root, "*.lock")))
-        """, "emptiness, counts, membership, order-free loops, passed straight on"),
+
+
+            def latest_checkpoint(root):
+                checkpoints = glob.glob(os.path.join(root, "checkpoint.pth.tar"))
+                return checkpoints[0] if checkpoints else None
+
+
+            def all_images(root):
+                images = []
+                for folder, dirs, files in os.walk(root):
+                    for name in files:
+                        images.append(os.path.join(folder, name))
+                return sorted(images)
+        """, "emptiness, counts, membership, order-free loops, passed on, one element taken, sorted after the loop"),
     )
 
     def written(self, facts: FileFacts) -> Iterator[Written]:
+        if _not_training_file(facts):
+            return  # the order tests run in, or an inference script's outputs, is not what a model trains on
         for call in facts.calls:
             if not _is_listing(call):
                 continue
@@ -163,13 +180,15 @@ class UnsortedFileList(ExplicitRule):
 
     def _unsorted(self, facts: FileFacts, call: Call) -> Optional[str]:
         verdict, detail = _verdict(call.sinks)
+        if verdict in ("name", "stored") and _not_samples(detail):
+            return None
         if verdict == "name":
             return self._name_unsorted(facts, call, detail)
         if verdict == "stored":
             return None if _sorted_later(facts, detail, call) else f"`{detail}`, which stores it,"
         if verdict == "iter":
             return self._loop_builds(facts, call)
-        return {"returned": "the returned list", "indexed": "the list it indexes"}.get(verdict)
+        return "the returned list" if verdict == "returned" else None
 
     def _name_unsorted(self, facts: FileFacts, call: Call, name: str) -> Optional[str]:
         if _sorted_later(facts, name, call):
@@ -181,13 +200,16 @@ class UnsortedFileList(ExplicitRule):
                 return None  # `files = sorted(files)`
         for use in uses:
             verdict, detail = _verdict(use.sinks)
-            if verdict in ("stored", "returned", "indexed"):
+            if verdict == "stored" and not _sorted_later(facts, detail, call) or verdict == "returned":
                 return f"`{name}`"
-            if verdict == "name" and not _sorted_later(facts, detail, call):
+            if verdict == "iter" and self._loop_builds(facts, use):
                 return f"`{name}`"
+        # Copied into another local (`avg = checkpoints`, `sources = main + extra`): where that goes is
+        # not recorded, so stay quiet.
         return None
 
-    def _loop_builds(self, facts: FileFacts, call: Call) -> Optional[str]:
+    def _loop_builds(self, facts: FileFacts, call) -> Optional[str]:
+        """For a listing (a Call) or a read of a name holding one (a NameUse) that a `for` iterates."""
         loop = next((b for b in facts.blocks if b.kind == "for" and b.scope == call.scope
                      and b.start < call.order < b.head_end), None)
         if loop is None:
@@ -199,9 +221,30 @@ class UnsortedFileList(ExplicitRule):
                 return None
             if _last(inner.callee) in _fo()["sorting"] and any(a.value.dotted in targets for a in inner.args):
                 return None
-        if any(inner.method in _fo()["builders"] for inner in body):
-            return "the list this loop builds"
-        return None
+        built = [inner for inner in body if inner.method in _fo()["builders"]
+                 and not _not_samples(inner.callee.rsplit(".", 1)[0])]
+        if not built:
+            return None
+        # A list built here and sorted after the loop (`files.append(...)` ... `files = sorted(files)`,
+        # or a list derived from it sorted in the same function) is in a defined order.
+        if any(_last(later.callee) in _fo()["sorting"] for later in facts.calls
+               if later.scope == call.scope and later.order > loop.end):
+            return None
+        return "the list this loop builds"
+
+
+def _not_samples(name: str) -> bool:
+    """A list named for checkpoints, logs or configs rather than samples (`ckpt_files`, `self.cfg_paths`)."""
+    text = name.rsplit(".", 1)[-1].lower()
+    return any(hint in text for hint in _fo()["not_samples"])
+
+
+def _not_training_file(facts: FileFacts) -> bool:
+    """Tests, and scripts in inference/deployment/documentation folders."""
+    *folders, name = facts.path.replace("\\", "/").lower().split("/")
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(hint in folder for folder in folders for hint in _fo()["not_training_folders"])
 
 
 def _sorted_later(facts: FileFacts, target: str, after: Call) -> bool:
