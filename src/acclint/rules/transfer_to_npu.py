@@ -92,26 +92,27 @@ class TransferToNpuDoubleTensor(_ShimRule):
         }, "the entry script imports the shim, a module it imports uses float64"),
     )
     valid = (
-        Example({
-            "train.py": """
-                import torch
+        Example.script("""
+            import torch
+            import torch_npu
+            from torch_npu.contrib import transfer_to_npu
 
-                from metrics import RunningMean
-
-                if __name__ == "__main__":
-                    meter = RunningMean()
-                    loss = torch.nn.Linear(4, 1).cuda()(torch.ones(4).cuda()).sum()
-                    loss.backward()
-            """,
-            "metrics.py": """
-                import torch
+            total = torch.zeros(1, dtype=torch.float64)  # a CPU double: the shim leaves it alone
 
 
-                class RunningMean:
-                    def __init__(self):
-                        self.total = torch.cuda.DoubleTensor([0.0])
-            """,
-        }, "no transfer_to_npu: DoubleTensor stays float64"),
+            def step(model, batch):
+                loss = model(batch.cuda()).sum()
+                loss.backward()
+                total.add_(loss.detach().cpu().double())
+        """, "float64 kept on the CPU"),
+        Example.script("""
+            import torch
+
+            if __name__ == "__main__":
+                total = torch.cuda.DoubleTensor([0.0])
+                loss = torch.nn.Linear(4, 1).cuda()(torch.ones(4).cuda()).sum()
+                loss.backward()
+        """, "no transfer_to_npu: DoubleTensor stays float64"),
     )
 
     def uses(self, file: FileFacts) -> Iterator[tuple]:
