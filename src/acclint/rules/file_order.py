@@ -9,6 +9,7 @@ from acclint.knowledge import table
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ExplicitRule, Written
+from acclint.rules.flow import short
 
 
 @lru_cache(maxsize=1)
@@ -173,10 +174,12 @@ class UnsortedFileList(ExplicitRule):
                 continue
             reason = self._unsorted(facts, call)
             if reason:
-                yield Written(call.node, f"`{call.callee}` returns files in file-system order, which differs between "
+                # `Path(root).glob(...)` is recorded as `?.glob`: name the receiver instead.
+                label = f"{short(call.receiver)}.{call.method}" if call.receiver is not None else call.callee
+                yield Written(call.node, f"`{label}` returns files in file-system order, which differs between "
                               f"the GPU cluster's storage and the NPU cluster's; {reason} is never sorted, so with the "
                               "same seed the two runs see different samples at each index.",
-                              f"sort it where it is made: `sorted({call.callee}(...))`")
+                              f"sort it where it is made: `sorted({label}(...))`")
 
     def _unsorted(self, facts: FileFacts, call: Call) -> Optional[str]:
         verdict, detail = _verdict(call.sinks)

@@ -9,7 +9,7 @@ from typing import ClassVar, Iterator
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import FileFacts
 from acclint.linter.rulebase import Example, RuleDoc
-from acclint.rules.base import ProgramRule
+from acclint.rules.base import ExplicitRule, ProgramRule, Written
 from acclint.rules.program_facts import ProgramFacts
 
 _SHIM = "torch_npu.contrib.transfer_to_npu"
@@ -22,8 +22,9 @@ def _imports_shim(file: FileFacts) -> bool:
         imp.module == _SHIM or f"{imp.module}.{imp.name}" == _SHIM for imp in file.imports)
 
 
-class _ShimRule(ProgramRule):
-    """Reports, in every file of a program that imports the shim anywhere, what the shim rewrites."""
+class _ShimRule(ExplicitRule, ProgramRule):
+    """Reports, in every file of a program that imports the shim anywhere, what the shim rewrites; and,
+    in any scanned file that imports the shim itself, its own uses (also when no program is found)."""
 
     frameworks: ClassVar[tuple] = ("torch_npu",)
 
@@ -38,6 +39,11 @@ class _ShimRule(ProgramRule):
                            fix=self.fix_text)
 
     fix_text: ClassVar[str] = ""
+
+    def written(self, facts: FileFacts) -> Iterator[Written]:
+        if _imports_shim(facts):
+            for node, message in self.uses(facts):
+                yield Written(node, f"{message} (transfer_to_npu is imported in this file)", self.fix_text)
 
     def uses(self, file: FileFacts) -> Iterator[tuple]:
         raise NotImplementedError
