@@ -220,3 +220,19 @@ def test_hook_on_a_staged_helper_reports_its_explicit_setting(tmp_path, hook_rep
     assert run.returncode != 0, output
     assert "seeding.py:15:5: ACL202" in output, output
     assert "train.py:" not in output, output  # not staged: not reported
+
+
+def test_hook_runs_with_the_cache_on(tmp_path, hook_repo, pre_commit_home):
+    """The hook writes and reuses `.acclint_cache/` at the project root, which git ignores."""
+    project = _project(tmp_path / "cached", {"pyproject.toml": "[tool.acclint]\n", "train.py": BAD_TRAIN_SCRIPT,
+                                              "stats.py": CLEAN_MODULE})
+    first = _try_repo(project, hook_repo, pre_commit_home)
+    cache = project / ".acclint_cache"
+    entries = [p for p in cache.rglob("*") if p.is_file() and p.parent.parent.parent == cache]
+    assert len(entries) == 2, first.stdout + first.stderr
+    stamps = {p: p.stat().st_mtime_ns for p in entries}
+    second = _try_repo(project, hook_repo, pre_commit_home)
+    assert first.returncode == second.returncode != 0
+    assert "ACL202" in second.stdout + second.stderr
+    assert {p: p.stat().st_mtime_ns for p in entries} == stamps  # read, not rewritten
+    assert ".acclint_cache" not in _git("status", "--porcelain", "--untracked-files=all", cwd=project)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Optional
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Optional
 
 CATEGORIES = (
     "seed",
@@ -43,9 +43,11 @@ class Finding:
     end_column: int
     message: str
     fix: Optional[str] = None
+    # A mechanical fix (linter.edits.Fix) the rule offers; not part of the report's shape.
+    autofix: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "autofix"}
 
     def sort_key(self):
         return (self.path, self.line, self.column, self.rule)

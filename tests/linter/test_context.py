@@ -393,3 +393,57 @@ def test_a_scheduler_step_is_not_training(tmp_path):
         "infer.py": "import torch\n\nif __name__ == '__main__':\n    model = torch.nn.Linear(2, 2)\n"
                     "    opt_param_scheduler.step(increment=10)\n    model(torch.ones(2))\n",
     }) == []
+
+
+def _package_tree(root: Path, modules: int) -> Path:
+    """An entry script importing a package whose modules import each other in a chain and a
+    fan-out, deeper and wider than the pool threshold; the last module holds a cuDNN switch."""
+    files = {"pkg/__init__.py": "", "train.py": TRAIN_WITH_HELPER.format(import_line="from pkg.m0 import seed_everything")}
+    for index in range(modules):
+        imports = [f"from pkg import m{index + 1}"] if index + 1 < modules else []
+        imports += [f"from pkg import leaf{index}"]
+        body = SEED_HELPER if index == 0 else "import torch\n"
+        files[f"pkg/m{index}.py"] = "\n".join(imports) + "\n" + code(body)
+        files[f"pkg/leaf{index}.py"] = "X = 1\n"
+    files[f"pkg/leaf{modules - 1}.py"] = "import torch\n\n\ndef setup():\n    torch.backends.cudnn.benchmark = True\n"
+    return write(root, files)
+
+
+def test_context_read_in_parallel_as_it_unfolds_matches_a_serial_read(tmp_path):
+    root = _package_tree(tmp_path, 20)
+    given = analyze_file(str(root / "train.py"), "train.py", []).facts
+    read = {}
+    for jobs in (1, 2):
+        loader = ContextLoader(root, root, (), failed={given.abspath})
+        project = Project([given], [], [str(root)], loader=loader)
+        read_context(project, [given], [], loader, jobs=jobs)
+        read[jobs] = sorted(project.files)
+    assert len(read[1]) == 1 + 1 + 40  # train.py, pkg/__init__.py, 20 chained modules and 20 leaves
+    assert read[2] == read[1]
+
+
+def test_a_warm_one_file_scan_takes_its_context_from_the_cache(tmp_path):
+    from acclint.linter.cache import Cache
+
+    root = _package_tree(tmp_path / "p", 20)
+    rules = all_rules()
+    scans = []
+    for _ in range(2):
+        cache = Cache(tmp_path / "cache", rules, Config())
+        scans.append(scan([root / "train.py"], rules, Config(), jobs=2, cwd=root, cache=cache))
+    context = Cache(tmp_path / "cache", rules, Config()).without_rules()
+    stored = [p for p in context.folder.rglob("*") if p.is_file()]
+    assert len(stored) == 41  # every context file (not train.py, which the rules analysed)
+    assert [(f.rule, f.line) for f in scans[0].findings] == [(f.rule, f.line) for f in scans[1].findings]
+    # The cached outcome is what a warm read uses (not a re-analysis that happens to agree):
+    # drop `from pkg import m1` from m0's cached facts and m1 is no longer read.
+    probe = Cache(tmp_path / "cache", rules, Config()).without_rules()
+    outcome, digest = probe.lookup(str(root / "pkg" / "m0.py"), "pkg/m0.py")
+    assert outcome is not None and probe.hits == 1
+    outcome.facts.imports = [imp for imp in outcome.facts.imports if "m1" not in (imp.name or "")]
+    probe.store(str(root / "pkg" / "m0.py"), "pkg/m0.py", digest, outcome)
+    loader = ContextLoader(root, root, (), failed={str(root / "train.py")}, cache=probe)
+    given = analyze_file(str(root / "train.py"), "train.py", []).facts
+    project = Project([given], [], [str(root)], loader=loader)
+    read_context(project, [given], [], loader, jobs=1)
+    assert str(root / "pkg" / "m1.py") not in project.files

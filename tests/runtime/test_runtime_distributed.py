@@ -1,47 +1,21 @@
-"""torch.distributed with 2 processes on gloo (CPU): per-rank fingerprints and rank consistency."""
+"""torch.distributed with 2 processes on gloo (CPU): rank consistency, and DDP capture as one fingerprint."""
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from rank_launcher import run_ranks
 
 from acclint.runtime import FingerprintError, check_rank_consistency, compare, load
 
 WORKER = Path(__file__).with_name("dist_worker.py")
-SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def launch(out_dir: Path, world_size: int = 2) -> list[dict]:
-    port = free_port()
-    processes = []
-    for rank in range(world_size):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
-                   OMP_NUM_THREADS="1")
-        processes.append(subprocess.Popen([sys.executable, str(WORKER), str(out_dir)], env=env,
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = []
-    for process in processes:
-        try:
-            outputs.append(process.communicate(timeout=120)[0])
-        except subprocess.TimeoutExpired:
-            for other in processes:
-                other.kill()
-            pytest.fail("distributed worker timed out")
-    for process, output in zip(processes, outputs):
-        assert process.returncode == 0, output
+    for status, output in run_ranks(WORKER, [str(out_dir)], world_size, timeout=120):
+        assert status == 0, output
     return [json.loads((out_dir / f"report{rank}.json").read_text()) for rank in range(world_size)]
 
 
@@ -70,19 +44,18 @@ def test_rank_seeded_initialisation_is_caught_and_ddp_fixes_it(rank_seeded):
         assert report["after_ok"] is True  # DistributedDataParallel broadcast rank 0's weights
 
 
-def test_one_fingerprint_per_rank(rank_seeded):
+def test_one_fingerprint_of_the_whole_model(rank_seeded):
     reports, out_dir = rank_seeded
-    assert sorted(p.name for p in out_dir.glob("fp*.json")) == ["fp.rank0.json", "fp.rank1.json"]
-    rank0, rank1 = load(out_dir / "fp.rank0.json"), load(out_dir / "fp.rank1.json")
-    assert (rank0.rank, rank0.world_size, rank1.rank) == (0, 2, 1)
+    # Both ranks return the same logical fingerprint; only rank 0 writes it, to the path asked for.
+    assert sorted(p.name for p in out_dir.glob("fp*.json")) == ["fp.json"]
+    assert reports[0]["written"] == reports[1]["written"] == str(out_dir / "fp.json")
+    fingerprint = load(out_dir / "fp.json")
+    assert (fingerprint.logical, fingerprint.world_size) == (True, 2)
     assert reports[0]["param_names"][0] == "0.weight"  # DDP's "module." prefix is not in the names
-    # Replicated weights and all-reduced gradients: the ranks agree although each saw its own batch,
-    # so only the per-rank data (and the losses and activations that follow from it) and the per-rank
-    # seeds may differ.
-    result = compare(rank0, rank1)
-    assert result.cause_kinds() <= {"batch", "env"}, result.verdict()
-    assert {m.consequence_of for m in result.mismatches if not m.is_cause} <= {"batch", "activation"}
-    assert not [m for m in result.mismatches if m.kind == "init-weights"]
+    assert reports[0]["param_names"] == reports[1]["param_names"]
+    # The replicas are counted once: the parameters of one model (4*8+8 + 2*8 + 8*2+2).
+    assert fingerprint.param_count()[0] == 74
+    assert compare(fingerprint, fingerprint).ok
 
 
 def test_consistency_check_needs_an_initialised_process_group(build_torch_net):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 from acclint.findings import Finding, Location
 
 if TYPE_CHECKING:  # pragma: no cover
+    from acclint.linter.edits import Fix
     from acclint.linter.facts import FileFacts
     from acclint.linter.project import Program, Project
     from acclint.linter.rulebase import Rule
@@ -15,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def make_finding(rule: "Rule", path: str, where: Location, message: str, fix: Optional[str],
-                 severity: Optional[str]) -> Finding:
+                 severity: Optional[str], autofix: Optional["Fix"] = None, abspath: Optional[str] = None) -> Finding:
     return Finding(
         rule=rule.code,
         category=rule.category,
@@ -27,6 +28,7 @@ def make_finding(rule: "Rule", path: str, where: Location, message: str, fix: Op
         end_column=where.end_column,
         message=message,
         fix=fix,
+        autofix=autofix.bound(abspath or path, where) if autofix is not None else None,
     )
 
 
@@ -47,14 +49,16 @@ class FileContext:
     sink: Sink
 
     def report(self, rule: "Rule", node: int, message: str, *, fix: Optional[str] = None,
-               severity: Optional[str] = None) -> None:
-        report_at(self.sink, rule, self.facts, node, message, fix, severity, None)
+               severity: Optional[str] = None, autofix: Optional["Fix"] = None) -> None:
+        report_at(self.sink, rule, self.facts, node, message, fix, severity, None, autofix)
 
 
 def report_at(sink: Sink, rule: "Rule", facts: "FileFacts", node: int, message: str,
-              fix: Optional[str], severity: Optional[str], program: Optional[str]) -> None:
+              fix: Optional[str], severity: Optional[str], program: Optional[str],
+              autofix: Optional["Fix"] = None) -> None:
     where = facts.spans[node] if 0 <= node < len(facts.spans) else Location(1, 1, 1, 1)
-    sink.add(make_finding(rule, facts.path, where, message, fix, severity), facts.suppressions, program)
+    sink.add(make_finding(rule, facts.path, where, message, fix, severity, autofix, facts.abspath),
+             facts.suppressions, program)
 
 
 @dataclass
@@ -65,16 +69,18 @@ class ProgramContext:
     cache: dict = field(default_factory=dict)  # per-program derived facts shared between rules
 
     def report(self, rule: "Rule", facts: "FileFacts", node: int, message: str, *,
-               fix: Optional[str] = None, severity: Optional[str] = None) -> None:
-        report_at(self.sink, rule, facts, node, message, fix, severity, self._entry())
+               fix: Optional[str] = None, severity: Optional[str] = None, autofix: Optional["Fix"] = None) -> None:
+        report_at(self.sink, rule, facts, node, message, fix, severity, self._entry(), autofix)
 
     def _entry(self) -> Optional[str]:
         return self.program.entry.path if self.program is not None else None
 
     def report_shell(self, rule: "Rule", span: "Span", message: str, *, fix: Optional[str] = None,
-                     severity: Optional[str] = None) -> None:
+                     severity: Optional[str] = None, autofix: Optional["Fix"] = None) -> None:
         shell = self.project.shells.get(span.path)
         path = shell.path if shell else span.path
         where = Location(span.line, span.column, span.end_line, span.end_column)
         sink_table = shell.suppressions if shell else {}
-        self.sink.add(make_finding(rule, path, where, message, fix, severity), sink_table, self._entry())
+        abspath = shell.abspath if shell else span.path
+        self.sink.add(make_finding(rule, path, where, message, fix, severity, autofix, abspath), sink_table,
+                      self._entry())

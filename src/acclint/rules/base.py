@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Iterator, Optional
 
 from acclint.linter.context import FileContext, ProgramContext
+from acclint.linter.edits import Fix, InsertStatement, SetArgument, unsafe_fix
 from acclint.linter.facts import FileFacts
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Rule
@@ -24,6 +25,7 @@ class Written:
     message: str
     fix: Optional[str] = None
     severity: Optional[str] = None
+    autofix: Optional[Fix] = None
 
 
 class ExplicitRule(Rule):
@@ -39,7 +41,7 @@ class ExplicitRule(Rule):
 
     def check_file(self, ctx: FileContext) -> None:
         for found in self.written(ctx.facts):
-            ctx.report(self, found.node, found.message, fix=found.fix, severity=found.severity)
+            ctx.report(self, found.node, found.message, fix=found.fix, severity=found.severity, autofix=found.autofix)
 
 
 class ProgramRule(Rule):
@@ -57,16 +59,23 @@ class ProgramRule(Rule):
         raise NotImplementedError
 
     def report_at_source(self, ctx: ProgramContext, source: Source, message: str, fix: Optional[str],
-                         severity: Optional[str] = None) -> None:
+                         severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
         if source.step is not None:
-            ctx.report(self, source.step.file, source.step.fact.node, message, fix=fix, severity=severity)
+            ctx.report(self, source.step.file, source.step.fact.node, message, fix=fix, severity=severity,
+                       autofix=autofix)
         elif source.shell_span is not None:
             ctx.report_shell(self, source.shell_span, message, fix=fix, severity=severity)
 
     def report_program(self, ctx: ProgramContext, message: str, fix: Optional[str],
-                       severity: Optional[str] = None) -> None:
+                       severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
         program = ctx.program
-        ctx.report(self, program.entry, program.anchor(), message, fix=fix, severity=severity)
+        ctx.report(self, program.entry, program.anchor(), message, fix=fix, severity=severity, autofix=autofix)
+
+
+def at_entry_start(ctx: ProgramContext, code: str, *imports: str) -> InsertStatement:
+    """A statement first in the entry's `if __name__ == "__main__":` block (where `report_program`
+    reports), else before the statement it reports at."""
+    return InsertStatement(code=code, imports=imports, into_body=ctx.program.entry.main_guard is not None)
 
 
 class EffectRule(ExplicitRule, ProgramRule):
@@ -89,18 +98,34 @@ class EffectRule(ExplicitRule, ProgramRule):
     def fix_text(self) -> str:
         raise NotImplementedError
 
+    # Calls that switch the effect, and the argument that switches it on: name -> (keyword, position, code).
+    switch_on: ClassVar[dict] = {}
+    # The statement (and its imports) that switches it on at the start of the entry point; None = no autofix.
+    switch_on_statement: ClassVar[Optional[tuple]] = None
+
     def written(self, facts: FileFacts) -> Iterator[Written]:
         for group in (facts.calls, facts.assignments):
             for fact in group:
                 setting = determinism_setting(fact)
                 if setting is not None and setting[0] == self.effect and not setting[1]:
-                    yield Written(fact.node, self.off_message(setting[2]), self.fix_text())
+                    yield Written(fact.node, self.off_message(setting[2]), self.fix_text(), autofix=self._switch_on(fact))
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         if self.effect in facts.effects or not self.required(ctx, facts):
             return
         off = facts.effects_off.get(self.effect)
         if off is None:
-            self.report_program(ctx, self.missing_message(ctx, facts), self.fix_text())
+            statement = self.switch_on_statement
+            autofix = (unsafe_fix(f"add {statement[0]}", at_entry_start(ctx, *statement))
+                       if statement else None)
+            self.report_program(ctx, self.missing_message(ctx, facts), self.fix_text(), autofix=autofix)
         elif off.step is None:  # switched off in a launch script; Python lines report themselves
             self.report_at_source(ctx, off, self.off_message(off.describe()), self.fix_text())
+
+    def _switch_on(self, fact) -> Optional[Fix]:
+        for name in sorted(getattr(fact, "names", ())):
+            if name in self.switch_on:
+                keyword, position, code = self.switch_on[name]
+                # Unsafe: someone switched it off on purpose (speed, or an op without a deterministic kernel).
+                return unsafe_fix(f"switch {self.effect} on", SetArgument(keyword=keyword, position=position, code=code))
+        return None

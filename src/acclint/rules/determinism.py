@@ -6,9 +6,9 @@ from typing import Optional
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
-from acclint.linter.facts import Assignment, Call
+from acclint.linter.edits import InsertLine, InsertStatement, ReplaceValue, SetArgument, safe_fix, unsafe_fix
 from acclint.linter.rulebase import Example, RuleDoc
-from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written, where
+from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
 from acclint.rules.deterministic_ops import nondeterministic_uses
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
 
@@ -26,6 +26,8 @@ class DeterministicAlgorithmsOff(EffectRule):
     frameworks = ("torch",)
     effect = "deterministic-algorithms"
     off_consequence = "nondeterministic kernels make two runs of the same side differ."
+    switch_on = {"torch.use_deterministic_algorithms": ("mode", 0, "True")}
+    switch_on_statement = ("torch.use_deterministic_algorithms(True)", "torch")
     doc = RuleDoc(
         what="Reports a PyTorch training entry point that never calls `torch.use_deterministic_algorithms(True)` "
         "(directly, through a helper such as `transformers.enable_full_determinism`, or via MindSpeed's "
@@ -161,7 +163,8 @@ class CudnnBenchmark(ExplicitRule):
             value = fact.value.literal
             if "torch.backends.cudnn.benchmark" in fact.names and fact.value.is_literal and value not in (False, 0, None):
                 yield Written(fact.node, "cudnn.benchmark = True lets cuDNN choose convolution algorithms by timing: "
-                              "results differ between runs.", "torch.backends.cudnn.benchmark = False")
+                              "results differ between runs.", "torch.backends.cudnn.benchmark = False",
+                              autofix=unsafe_fix("set cudnn.benchmark = False", ReplaceValue(code="False")))
 
 
 class CudnnDeterministicUnset(ExplicitRule, ProgramRule):
@@ -230,7 +233,9 @@ class CudnnDeterministicUnset(ExplicitRule, ProgramRule):
             return  # written explicitly: reported at that line
         ctx.report(self, layer.file, layer.fact.node, f"{layer.fact.callee} runs on cuDNN and "
                    "cudnn.deterministic is not set: its backward algorithm may be nondeterministic.",
-                   fix="torch.backends.cudnn.deterministic = True")
+                   fix="torch.backends.cudnn.deterministic = True",
+                   autofix=unsafe_fix("set cudnn.deterministic = True", InsertStatement(
+                       code="torch.backends.cudnn.deterministic = True", imports=("torch",))))
 
 
 class CublasWorkspaceMissing(ProgramRule):
@@ -320,7 +325,9 @@ class CublasWorkspaceMissing(ProgramRule):
             return
         self.report_at_source(ctx, source, "deterministic algorithms are on for CUDA but CUBLAS_WORKSPACE_CONFIG "
                               "is not set: cuBLAS raises at its first call (or stays nondeterministic).",
-                              "export CUBLAS_WORKSPACE_CONFIG=:4096:8")
+                              "export CUBLAS_WORKSPACE_CONFIG=:4096:8",
+                              autofix=safe_fix("set CUBLAS_WORKSPACE_CONFIG=:4096:8", InsertStatement(
+                                  code='os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")', imports=("os",))))
 
 
 class HcclDeterministicUnset(ProgramRule):
@@ -477,7 +484,8 @@ class HcclDeterministicUnset(ProgramRule):
             return
         launches = npu_launch or [(launch, None) for _, launch in ctx.program.launches]
         for launch, evidence in launches:
-            ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true")
+            ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true",
+                             autofix=_EXPORT_HCCL)
         if not launches:
             self.report_program(ctx, self._message(None), "export HCCL_DETERMINISTIC=true in the launch script")
 
@@ -492,7 +500,8 @@ class HcclDeterministicUnset(ProgramRule):
             if launch.script and _multi_process(launch) and not _scanned_entry(ctx, shell, launch) \
                     and "npu-deterministic" not in launch.flags():
                 if not _shell_sets(launch.effective_env(), "HCCL_DETERMINISTIC"):
-                    ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true")
+                    ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true",
+                                     autofix=_EXPORT_HCCL)
 
     @staticmethod
     def _message(evidence: Optional[str]) -> str:
@@ -503,6 +512,10 @@ class HcclDeterministicUnset(ProgramRule):
 
 def _multi_process(launch) -> bool:
     return launch.launcher in table("npu_launch")["multi_process_launchers"]
+
+
+# Safe: it only makes HCCL's reductions repeatable, which is what the rule asks for.
+_EXPORT_HCCL = safe_fix("export HCCL_DETERMINISTIC=true", InsertLine(text="export HCCL_DETERMINISTIC=true"))
 
 
 def _shell_sets(env: dict, name: str) -> bool:
@@ -549,6 +562,9 @@ class MindSporeDeterministicOff(EffectRule):
     frameworks = ("mindspore",)
     effect = "mindspore-deterministic"
     off_consequence = "Ascend kernels and collectives use nondeterministic implementations."
+    switch_on = {"mindspore.set_context": ("deterministic", None, '"ON"'),
+                 "mindspore.set_deterministic": ("deterministic", 0, "True")}
+    switch_on_statement = ('mindspore.set_context(deterministic="ON")', "mindspore")
     doc = RuleDoc(
         what="Reports a MindSpore training entry point that never calls `mindspore.set_deterministic(True)` "
         "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off.",
@@ -592,6 +608,11 @@ class MindSporeDeterministicOff(EffectRule):
 
     def fix_text(self) -> str:
         return "mindspore.set_deterministic(True) before communication.init()"
+
+
+# Unsafe: the data order changes (on purpose) from the one the global generator gave.
+_SEEDED_GENERATOR = unsafe_fix("pass a seeded generator=", SetArgument(
+    keyword="generator", code="torch.Generator().manual_seed(0)", imports=("torch",)))
 
 
 def _dataloaders(ctx: ProgramContext):
@@ -656,7 +677,8 @@ class DataLoaderShuffleUnseeded(ProgramRule):
             if shuffle is not None and shuffle.value.literal is True and step.fact.arg("generator") is None:
                 ctx.report(self, step.file, step.fact.node, "shuffle=True without generator=: the order depends "
                            "on every earlier draw from the global torch generator.",
-                           fix="DataLoader(..., generator=torch.Generator().manual_seed(seed))")
+                           fix="DataLoader(..., generator=torch.Generator().manual_seed(seed))",
+                           autofix=_SEEDED_GENERATOR)
 
 
 class DataLoaderWorkersUnseeded(ProgramRule):
@@ -712,7 +734,8 @@ class DataLoaderWorkersUnseeded(ProgramRule):
             many = workers is not None and (not isinstance(count, int) or count > 0)
             if many and step.fact.arg("generator") is None and step.fact.arg("worker_init_fn", 8) is None:
                 ctx.report(self, step.file, step.fact.node, "worker seeds come from the global torch generator "
-                           "(no generator=, no worker_init_fn=).", fix="pass generator=torch.Generator().manual_seed(seed)")
+                           "(no generator=, no worker_init_fn=).", fix="pass generator=torch.Generator().manual_seed(seed)",
+                           autofix=_SEEDED_GENERATOR)
 
 
 class DropoutInParityRun(ProgramRule):
@@ -764,7 +787,8 @@ class DropoutInParityRun(ProgramRule):
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
                 ctx.report(self, step.file, step.fact.node, f"dropout p={value} draws device-specific masks: "
                            "GPU and NPU losses diverge from step 0 even with equal seeds.",
-                           fix="use p=0.0 for the alignment run")
+                           fix="use p=0.0 for the alignment run",
+                           autofix=unsafe_fix("set p=0.0", SetArgument(keyword="p", position=0, code="0.0")))
         for shell, launch in ctx.program.launches:
             for flag in ("attention-dropout", "hidden-dropout"):
                 value = launch.flags().get(flag)

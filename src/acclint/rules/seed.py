@@ -7,9 +7,10 @@ from typing import ClassVar
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
+from acclint.linter.edits import InsertLine, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
-from acclint.rules.base import ProgramRule, where
+from acclint.rules.base import ProgramRule, at_entry_start, where
 from acclint.rules.program_facts import ProgramFacts, first_model_label
 
 
@@ -51,6 +52,7 @@ class UnseededGenerator(ProgramRule):
     label: ClassVar[str]  # how the message names the generator
     used_by: ClassVar[str] = ""  # usage key that makes it a warning; empty = always a warning
     seed_call: ClassVar[str]
+    seed_statement: ClassVar[tuple]  # (code, module it needs) that the unsafe autofix adds
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         if self.generator in facts.seeded:
@@ -64,8 +66,10 @@ class UnseededGenerator(ProgramRule):
                    for file, fn, covers in _uncalled_seeders(ctx, facts) if self.generator in covers]
         hint = f" {', '.join(helpers)} would seed it but is never called." if helpers else ""
         message = f"{self.label} is never seeded in the program started by {ctx.program.entry.path}{detail}.{hint}"
+        # Unsafe: seeding changes every random draw the run makes from here on.
+        autofix = unsafe_fix(f"add {self.seed_statement[0]}", at_entry_start(ctx, *self.seed_statement))
         self.report_program(ctx, message, f"call `{self.seed_call}` at the start of the entry point "
-                            "(or a helper that does, e.g. transformers.set_seed)", severity)
+                            "(or a helper that does, e.g. transformers.set_seed)", severity, autofix)
 
 
 _NUMPY_DOC = RuleDoc(
@@ -86,6 +90,7 @@ class UnseededPythonRandom(UnseededGenerator):
     severity = "warning"
     summary = "Python's `random` generator is never seeded by the training entry point"
     generator, label, used_by, seed_call = "python-random", "Python's `random` generator", "python-random", "random.seed(seed)"
+    seed_statement = ("random.seed(0)", "random")
     doc = RuleDoc(
         what="Reports a training entry point whose program never calls `random.seed` (directly, through a "
         "local helper it calls, or through a known helper such as `transformers.set_seed`, "
@@ -173,6 +178,7 @@ class UnseededNumpy(UnseededGenerator):
     severity = "warning"
     summary = "NumPy's global generator is never seeded by the training entry point"
     generator, label, used_by, seed_call = "numpy", "NumPy's global generator", "numpy-random", "np.random.seed(seed)"
+    seed_statement = ("numpy.random.seed(0)", "numpy")
     doc = _NUMPY_DOC
     invalid = (
         Example.script("""
@@ -244,6 +250,7 @@ class UnseededTorch(UnseededGenerator):
     summary = "torch's generators (CPU and CUDA/NPU) are never seeded by the training entry point"
     frameworks = ("torch",)
     generator, label, used_by, seed_call = "torch-cpu", "torch's CPU generator", "", "torch.manual_seed(seed)"
+    seed_statement = ("torch.manual_seed(0)", "torch")
     doc = RuleDoc(
         what="Reports a PyTorch training entry point whose program never calls `torch.manual_seed` (directly, "
         "through local code it calls, or through a helper that does). In torch 2.x `torch.manual_seed` also "
@@ -366,6 +373,7 @@ class UnseededMindSpore(UnseededGenerator):
     summary = "MindSpore's global seed is never set by the training entry point"
     frameworks = ("mindspore",)
     generator, label, used_by, seed_call = "mindspore", "MindSpore's global seed", "", "mindspore.set_seed(seed)"
+    seed_statement = ("mindspore.set_seed(0)", "mindspore")
     doc = RuleDoc(
         what="Reports a MindSpore training entry point whose program never calls `mindspore.set_seed` "
         "(or a helper that does, such as msprobe's `seed_all`).",
@@ -448,7 +456,18 @@ class PythonHashSeedUnset(ProgramRule):
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         if "pythonhashseed" not in facts.effects:
             self.report_program(ctx, f"PYTHONHASHSEED is not set for {ctx.program.entry.path}: set and dict-of-str "
-                                "iteration orders change between runs.", "export PYTHONHASHSEED=0 in the launch script")
+                                "iteration orders change between runs.", "export PYTHONHASHSEED=0 in the launch script",
+                                autofix=self._autofix(ctx))
+
+    @staticmethod
+    def _autofix(ctx: ProgramContext):
+        # Safe: it fixes string hashing and nothing else the program computes.
+        launches = ctx.program.launches
+        if launches:
+            return safe_fix("export PYTHONHASHSEED=0", *(
+                InsertLine(path=shell.abspath, at=span_location(launch.span), text="export PYTHONHASHSEED=0")
+                for shell, launch in launches))
+        return safe_fix("set PYTHONHASHSEED", at_entry_start(ctx, 'os.environ["PYTHONHASHSEED"] = "0"', "os"))
 
 
 class DeviceSeedCurrentOnly(ProgramRule):

@@ -20,7 +20,8 @@ from acclint.runtime_checks.compare import (
 )
 from acclint.runtime_checks.distributed import RankConsistency, check_rank_consistency
 from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.fingerprint import Fingerprint, load
+from acclint.runtime_checks.fingerprint import Fingerprint
+from acclint.runtime_checks.rank_files import load
 from acclint.runtime_checks.mismatch import KINDS, Mismatch
 from acclint.runtime_checks.names import NameMapping, load_mapping
 from acclint.runtime_checks.probe import Probe

@@ -17,6 +17,7 @@ from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord, ValueRec
 from acclint.runtime_checks.forward import ForwardRecorder
 from acclint.runtime_checks.frameworks import adapter_for
 from acclint.runtime_checks.module_settings import module_records
+from acclint.runtime_checks.sharded_run import DEFAULT_TIMEOUT, ShardedRun
 from acclint.runtime_checks.records import (
     NamedTensor,
     global_norm,
@@ -37,6 +38,8 @@ def capture(
     clip_grad_norm: float | None = None,
     keep_tensors: bool = False,
     activations: bool = True,
+    tensor_parallel_group: Any = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> Fingerprint:
     """Run exactly one training step of `model` on `batch` and record its fingerprint.
 
@@ -44,27 +47,39 @@ def capture(
     before the step, as a loop with gradient clipping would. `keep_tensors` keeps full copies of
     the initial tensors, written to a side .npz by `Fingerprint.save`. `activations` records every
     module's output (and every leaf module's inputs) during the step's forward pass.
+
+    Under torch.distributed every rank calls capture and gets the same fingerprint of the whole
+    model (see sharded_run): `tensor_parallel_group` is the group of Megatron-style parameters
+    (`tensor_model_parallel`, `partition_dim`) when megatron.core.parallel_state does not say;
+    `timeout` (seconds) bounds the wait for the other ranks.
     """
     if optimizer is None:
         raise FingerprintError("capture needs the optimizer that trains the model (for a loop it cannot drive, use Probe)")
     adapter = adapter_for(model, optimizer)
+    run = ShardedRun.start(adapter, tensor_parallel_group, timeout)
     params, state = adapter.named_params(), adapter.named_state()
-    check_optimizer_holds_model(adapter, params, state)
-    fingerprint = describe(adapter, "capture", params, state, keep_tensors)
+    with run.guard("capture") if run else contextlib.nullcontext():
+        check_optimizer_holds_model(adapter, params, state)
+    fingerprint = describe(adapter, "capture", params, state, keep_tensors, run)
     if clip_grad_norm is not None:
         fingerprint.optimizer.extra["clip-grad"] = float(clip_grad_norm)
     fingerprint.batch = batch_records(adapter, batch)
+    if run is not None:
+        run.batch = batch
     recorder = None
     if activations and adapter.forward_hooks_unavailable() is None:
         recorder = ForwardRecorder(adapter)
     try:
-        fingerprint.step = _one_step(adapter, loss_fn, batch, params, keep_step, clip_grad_norm, recorder)
+        with run.guard("the captured step") if run else contextlib.nullcontext():
+            fingerprint.step = _one_step(adapter, loss_fn, batch, params, keep_step, clip_grad_norm, recorder)
     except NonFiniteLossError as error:
         error.fingerprint = fingerprint
         raise
     finally:
         if recorder is not None:
             fingerprint.forward = recorder.records
+    if run is not None:
+        fingerprint = run.finish(fingerprint)
     after = fingerprint.step.loss_after_step
     require_finite(
         after,
@@ -76,9 +91,19 @@ def capture(
     return fingerprint
 
 
-def describe(adapter: Any, source: str, params: list[NamedTensor], state: list[NamedTensor], keep_tensors: bool) -> Fingerprint:
-    """Everything recorded before the step: tensors, mode, optimizer, environment, rank."""
+def describe(
+    adapter: Any, source: str, params: list[NamedTensor], state: list[NamedTensor], keep_tensors: bool,
+    run: ShardedRun | None = None,
+) -> Fingerprint:
+    """Everything recorded before the step: tensors, mode, optimizer, environment, rank.
+
+    In a distributed `run` the tensor records are the full logical tensors' (kept by the run
+    until `run.finish`); this rank's own fingerprint holds none."""
     kept: dict[str, Any] | None = {} if keep_tensors else None
+    if run is not None:
+        if keep_tensors:
+            raise FingerprintError("keep_tensors is not available in a distributed run (the full tensors live on no rank)")
+        run.tensor_records(params, state)
     names = {adapter.key(item.tensor): item.name for item in params}
     rank, world_size = rank_info(adapter.framework)
     return Fingerprint(
@@ -87,8 +112,8 @@ def describe(adapter: Any, source: str, params: list[NamedTensor], state: list[N
         model=adapter.model_class,
         device=adapter.device,
         training=adapter.training(),
-        params=tensor_records(params, adapter.to_host, kept),
-        state=tensor_records(state, adapter.to_host, kept),
+        params=[] if run else tensor_records(params, adapter.to_host, kept),
+        state=[] if run else tensor_records(state, adapter.to_host, kept),
         optimizer=None if adapter.optimizer is None else adapter.optimizer_record(names),
         step=None,
         env=adapter.environment(),

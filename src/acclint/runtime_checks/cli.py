@@ -15,7 +15,7 @@ from acclint.runtime_checks.compare import (
     compare,
 )
 from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.fingerprint import load
+from acclint.runtime_checks.rank_files import load
 
 EXIT_PARITY, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.fingerprint import Fingerprint, OptimizerGroup, TensorRecord, load
+from acclint.runtime_checks.fingerprint import Fingerprint, OptimizerGroup, TensorRecord
+from acclint.runtime_checks.rank_files import load
 from acclint.runtime_checks.forward_compare import (
     DEFAULT_ACTIVATION_RTOL,
     ForwardComparison,

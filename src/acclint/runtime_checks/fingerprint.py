@@ -120,6 +120,9 @@ class Fingerprint:
     batch: list[ValueRecord] | None = None
     modules: list[ModuleRecord] | None = None
     forward: list[ActivationRecord] | None = None  # in the order the hooks fired
+    # True: one fingerprint of the whole model merged from all `world_size` ranks (sharded_run);
+    # False with world_size > 1: one rank's own view (files written before distributed capture).
+    logical: bool = False
     # Full initial tensors (common name -> numpy array) when asked for; saved to a side .npz, never to JSON.
     tensors: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     path: str | None = field(default=None, repr=False, compare=False)  # where it was loaded from / saved to
@@ -142,6 +145,8 @@ class Fingerprint:
         data = asdict(self)
         for transient in ("tensors", "path"):
             data.pop(transient)
+        if not data["logical"]:
+            del data["logical"]  # written for merged fingerprints only: a one-process file is as before
         ordered = {"format": FORMAT, "version": data.pop("version")}
         ordered.update(data)
         return _encode_non_finite(ordered)
@@ -152,13 +157,20 @@ class Fingerprint:
     def save(self, path: str | Path) -> Path:
         """Write the fingerprint as JSON (and full tensors, if recorded, to a side .npz).
 
-        Under a multi-process run each rank writes its own file: a "{rank}" placeholder in
-        `path` is filled in, otherwise ".rank<N>" is inserted before the suffix.
-        Returns the path written.
+        A fingerprint merged from every rank (distributed capture or Probe) is the same on every
+        rank and only rank 0 writes it. A rank's own view is written per rank: a "{rank}"
+        placeholder in `path` is filled in, otherwise ".rank<N>" is inserted before the suffix.
+        Returns the path (written, or on ranks other than 0 the one rank 0 writes).
         """
         from acclint.runtime_checks.ranks import rank_path
 
-        target = rank_path(Path(path), self.rank, self.world_size)
+        if self.logical:
+            target = Path(path)
+            if self.rank != 0:
+                self.path = str(target)
+                return target
+        else:
+            target = rank_path(Path(path), self.rank, self.world_size)
         target.parent.mkdir(parents=True, exist_ok=True)
         if self.tensors:
             import numpy as np
@@ -244,6 +256,7 @@ def _from_dict(data: Any, source: str) -> Fingerprint:
         batch=reader.optional_list(data, "batch", reader.value),
         modules=reader.optional_list(data, "modules", reader.module),
         forward=reader.optional_list(data, "forward", reader.activation),
+        logical=data.get("logical") is True,
     )
 
 

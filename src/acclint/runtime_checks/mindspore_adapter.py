@@ -15,6 +15,7 @@ from acclint.runtime_checks.environment import mindspore_environment
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.adapter import Adapter
 from acclint.runtime_checks.fingerprint import OptimizerRecord
+from acclint.runtime_checks.mindspore_parallel import data_parallel_reducer
 from acclint.runtime_checks.names import STATE_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import (
     MINDSPORE_ATTRIBUTE_NAMES,
@@ -200,7 +201,9 @@ class MindSporeAdapter(Adapter):
         return list(self.optimizer.parameters)
 
     def gradients(self, grads: dict[int, Any]) -> dict[int, Any]:
-        return grads  # value_and_grad already produced them
+        # value_and_grad already produced them; a data-parallel job averages them over the ranks.
+        reduce = data_parallel_reducer(self.ms, self._weights())
+        return grads if reduce is None else dict(zip(grads.keys(), reduce(tuple(grads.values()))))
 
     def clip(self, grads: dict[int, Any], max_norm: float) -> dict[int, Any]:
         clipped = self.ms.ops.clip_by_global_norm(tuple(grads.values()), max_norm)

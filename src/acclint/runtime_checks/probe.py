@@ -8,6 +8,10 @@
     probe.record(1, loss)
     probe.save("npu.json")
 
+Under torch.distributed (Megatron / MindSpeed tensor and pipeline parallel) every rank builds the
+probe, records and saves: ranks without a loss (pipeline stages before the last) pass None, and
+save() writes one fingerprint of the whole model, on rank 0 (see sharded_run).
+
 Call record(0, ...) after the optimizer step but before gradients are zeroed. The step-1 loss
 is on the next batch, so it compares only with another probe fed the same data. `batch` (the
 step-0 batch, optional) adds the data stage; the forward stage (activations) is capture's only.
@@ -26,19 +30,25 @@ from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord
 from acclint.runtime_checks.frameworks import adapter_for
 from acclint.runtime_checks.records import global_norm, l2_norm, loss_value, require_finite
+from acclint.runtime_checks.sharded_run import DEFAULT_TIMEOUT, ShardedRun
 
 
 class Probe:
-    def __init__(self, model: Any, optimizer: Any = None, *, track_updates: bool = True, keep_tensors: bool = False) -> None:
+    def __init__(
+        self, model: Any, optimizer: Any = None, *, track_updates: bool = True, keep_tensors: bool = False,
+        tensor_parallel_group: Any = None, timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
         """Record the step-0 state now. `track_updates` keeps a host copy of the trainable weights
-        until record(0) so the per-parameter update norms can be measured."""
+        until record(0) so the per-parameter update norms can be measured. `tensor_parallel_group`
+        and `timeout`: as for capture, under torch.distributed."""
         self._adapter = adapter_for(model, optimizer)
+        self._run = ShardedRun.start(self._adapter, tensor_parallel_group, timeout)
         params, state = self._adapter.named_params(), self._adapter.named_state()
         if optimizer is not None:
             check_optimizer_holds_model(self._adapter, params, state)
         self._params = params
         self._trainable = [item for item in params if item.trainable]
-        self._fingerprint = describe(self._adapter, "probe", params, state, keep_tensors)
+        self._fingerprint = describe(self._adapter, "probe", params, state, keep_tensors, self._run)
         self._initial: dict[str, np.ndarray] | None = None
         if track_updates:
             self._initial = {item.name: np.array(self._adapter.to_host(item.tensor), copy=True) for item in self._trainable}
@@ -46,10 +56,13 @@ class Probe:
 
     def record(self, step: int, loss: Any, grads: Any = None, batch: Any = None) -> None:
         """Record the loss of step 0 or 1 (and at step 0 the gradients and the batch; see the module docstring)."""
-        value = loss_value(loss, "the recorded loss")
+        # A pipeline stage before the last has no loss; the run takes the last stage's.
+        value = None if loss is None and self._run is not None else loss_value(loss, "the recorded loss")
         if step == 0:
             if batch is not None:
                 self._fingerprint.batch = batch_records(self._adapter, batch)
+                if self._run is not None:
+                    self._run.batch = batch
             self._step = StepRecord(
                 loss=value,
                 grad_norm=None,
@@ -72,8 +85,11 @@ class Probe:
             raise FingerprintError(f"the probe records steps 0 and 1, not step {step}")
 
     def fingerprint(self) -> Fingerprint:
+        """The fingerprint; in a distributed run a collective (every rank calls it, or save)."""
         if self._step is None:
             raise FingerprintError("nothing recorded yet: call probe.record(0, loss) after the first training step")
+        if self._run is not None:
+            self._fingerprint, self._run = self._run.finish(self._fingerprint), None
         return self._fingerprint
 
     def save(self, path: str | Path) -> Path:

@@ -19,9 +19,16 @@ from acclint.runtime_checks.fingerprint import OptimizerRecord
 from acclint.runtime_checks.names import IGNORED_LEAVES, builtin_common_name, leaf
 from acclint.runtime_checks.optimizers import TORCH_OPTIMIZER_TYPES, torch_style_record
 from acclint.runtime_checks.records import NamedTensor, loss_value, walk_tensors
+from acclint.runtime_checks.sharding import local_tensor
 
 # Wrapper class name -> attribute holding the user's module (names are taken from the inner one).
-WRAPPER_ATTRIBUTES = {"DistributedDataParallel": "module", "DataParallel": "module", "OptimizedModule": "_orig_mod"}
+# Megatron-LM / MindSpeed wrap their models in their own DistributedDataParallel and in Float16Module.
+WRAPPER_ATTRIBUTES = {
+    "DistributedDataParallel": "module",
+    "DataParallel": "module",
+    "OptimizedModule": "_orig_mod",
+    "Float16Module": "module",
+}
 
 # Device types whose RNG is the CPU generator (or that have none).
 HOST_DEVICE_TYPES = frozenset({"cpu", "meta"})
@@ -106,7 +113,7 @@ class TorchAdapter(Adapter):
         return [item.tensor for item in self._params] + self.buffers()
 
     def to_host(self, tensor: Any) -> np.ndarray:
-        data = tensor.detach()
+        data = local_tensor(tensor).detach()  # a DTensor: this rank's block (sharded_run assembles them)
         if data.is_floating_point() and data.dtype != self.torch.float32:
             data = data.float()  # numpy has no bfloat16; float32 holds every 16-bit value exactly
         return data.cpu().contiguous().numpy()  # no copy for contiguous CPU float32
@@ -203,7 +210,9 @@ class TorchAdapter(Adapter):
     # ------------------------------------------------------------------ norms
     def norms(self, tensors: dict[int, Any]) -> dict[int, float | None]:
         vector_norm = self.torch.linalg.vector_norm
-        present = {k: vector_norm(t.detach(), dtype=self.torch.float32) for k, t in tensors.items() if t is not None}
+        present = {
+            k: vector_norm(local_tensor(t).detach(), dtype=self.torch.float32) for k, t in tensors.items() if t is not None
+        }
         values = self._floats(present)
         return {k: values.get(k) for k in tensors}
 
@@ -211,7 +220,8 @@ class TorchAdapter(Adapter):
         vector_norm = self.torch.linalg.vector_norm
         with self.torch.no_grad():
             diffs = {
-                id(t): vector_norm(t.detach().float() - snapshot.copies[id(t)].float()) for t in tensors
+                id(t): vector_norm(local_tensor(t).detach().float() - local_tensor(snapshot.copies[id(t)]).float())
+                for t in tensors
             }
         return self._floats(diffs)
 

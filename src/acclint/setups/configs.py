@@ -11,7 +11,7 @@ import json
 import re
 import sys
 from functools import lru_cache
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 from acclint.setups import keys
 from acclint.setups.record import Setting, Setup, SetupError, Where
