@@ -173,8 +173,9 @@ class DeterministicOpRaises(ProgramRule):
         "say, the backward of a bilinear `interpolate` or of `AdaptiveAvgPool2d((7, 7))` on CUDA raises "
         "RuntimeError (`upsample_bilinear2d_backward_out_cuda does not have a deterministic implementation`). The "
         "GPU baseline stops at step 0, and users turn determinism off again, so the GPU-vs-NPU comparison loses "
-        "its run-to-run reproducibility (atomicAdd-based backward kernels give differences of the order of "
-        "1e-7 relative per step in fp32, which compound over thousands of steps).",
+        "its run-to-run reproducibility: atomicAdd-based kernels add in a different order each run, and each "
+        "reordered fp32 addition can differ by one rounding (2**-24, about 6e-8 relative), which compounds over "
+        "thousands of steps.",
         fix="Use the deterministic replacement the message names (AvgPool2d with a computed kernel, "
         "`mode=\"nearest\"`, replicate padding, ...), or call `torch.use_deterministic_algorithms(True, "
         "warn_only=True)` on both sides and record the op as a known source of difference.",
