@@ -88,6 +88,9 @@ class Call:
     guard: Optional["Guard"] = None  # the innermost `if` (or `a if c else b`) it runs under
     receiver: Optional[Value] = None  # for `expr.method(...)`: the summarised `expr`
     flag_guards: tuple = ()  # FlagGuards of the enclosing `if`s in this function, outermost first
+    # Where the call's result flows, outermost first (see `Sink`): `files = sorted(os.listdir(d))`
+    # gives os.listdir ("name:files", "arg:sorted").
+    sinks: tuple = ()
 
     def arg(self, keyword: str, position: Optional[int] = None) -> Optional[Arg]:
         """The argument passed by keyword, or at `position` if passed positionally."""
@@ -103,6 +106,40 @@ class Call:
     @property
     def method(self) -> str:
         return self.callee.rsplit(".", 1)[-1]
+
+
+class Sink:
+    """What consumes an expression, as recorded in `Call.sinks` / `NameUse.sinks` (outermost first):
+    "arg:<callee>" (an argument of that call), "name:<x>" / "attr:<a.b>" (assigned to it),
+    "return", "iter" (iterated by a `for`), "comp" (iterated by a comprehension), "set-comp",
+    "test" (an `if`/`while` test or `not`), "in" (an operand of `in`/`not in`)."""
+
+
+@dataclass(slots=True)
+class Block:
+    """A `with` block or a `for` loop / comprehension and the order range of what runs in it:
+    facts of its header have `start < order < head_end`, of its body `head_end < order < end`."""
+
+    node: int
+    kind: str  # "with" | "for" | "comp"
+    items: tuple  # Values: the context managers of a `with`, the iterable of a loop
+    targets: tuple  # names bound (`as x`, loop targets)
+    scope: str
+    start: int
+    head_end: int = 0
+    end: int = 0
+    sinks: tuple = ()  # for comprehensions: where the comprehension's result flows
+
+
+@dataclass(slots=True)
+class NameUse:
+    """A read of a local name that holds a file listing (see the walker's `_LISTING_METHODS`),
+    with where the read flows (`Sink`)."""
+
+    name: str
+    scope: str
+    order: int
+    sinks: tuple
 
 
 @dataclass(slots=True)
@@ -177,6 +214,7 @@ class FunctionDef:
     owner: Optional[str]  # the class for methods
     order: int
     params: tuple = ()  # parameter names, in order
+    decorators: tuple = ()  # Values of the decorators (`@torch.jit.script` has dotted "torch.jit.script")
 
 
 @dataclass(slots=True)
@@ -207,6 +245,8 @@ class FileFacts:
     # Optimizer param groups written as a list of dicts (`[{"params": p, "weight_decay": 0.0}]`):
     # call node -> ParamGroups of its first argument (the dicts' literal entries only).
     param_groups: dict = field(default_factory=dict)
+    blocks: list = field(default_factory=list)  # Block, in source order
+    name_uses: list = field(default_factory=list)  # NameUse of names holding file listings
     main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)

@@ -251,6 +251,7 @@ class _State:
     in_loop: bool = False
     guard: Optional[F.Guard] = None
     flag_guards: tuple = ()  # F.FlagGuards of the enclosing `if`s (reset at each function)
+    sinks: tuple = ()  # where the expression being walked flows (F.Sink), outermost first
 
 
 class _Restore:
@@ -271,6 +272,7 @@ class FileWalker:
         self.aliases: list = []  # (name, dotted) from `name = dotted.name`
         self.environ_subscripts: list = []  # (EnvWrite, base dotted, value node): os.environ or a dict
         self.value_nodes: list = []  # Values whose names resolve after the walk
+        self.tracked: set = set()  # (scope, name) of locals assigned a file listing: their reads are recorded
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _node(self, node: cst.CSTNode) -> int:
@@ -318,14 +320,9 @@ class FileWalker:
             if kind is _Restore:
                 state = item.state
                 continue
-            if kind is _AssignedCall:
-                self._call(item.call, state, stack, assigned_to=item.name)
-                item = item.call
-                kind = cst.Call
-            else:
-                handler = handlers.get(kind)
-                if handler is not None and handler(self, item, state, stack) is None:
-                    continue  # the handler queued the children itself
+            handler = handlers.get(kind)
+            if handler is not None and handler(self, item, state, stack) is None:
+                continue  # the handler queued the children itself
             for name in _code_fields(kind):
                 child = getattr(item, name)
                 if isinstance(child, cst.CSTNode):
@@ -348,6 +345,9 @@ class FileWalker:
         stack.append(_Restore(new))
 
     # -- handlers: return the state to walk children with, or None when they queued them ----
+    def _assigned_call(self, item: "_AssignedCall", state: _State, stack: list):
+        return self._call(item.call, state, stack, assigned_to=item.name)
+
     def _call(self, node: cst.Call, state: _State, stack: list, assigned_to: Optional[str] = None):
         args = tuple(
             F.Arg(
@@ -368,7 +368,10 @@ class FileWalker:
             in_loop=state.in_loop,
             guard=state.guard,
             flag_guards=state.flag_guards,
+            sinks=state.sinks,
         )
+        if state.sinks and call.method in _LISTING_METHODS:
+            self.tracked.update((state.scope, s[5:]) for s in state.sinks if s.startswith("name:"))
         if call.callee.startswith("?."):  # a method on an expression; `a.b.m()` keeps `a.b` in callee
             call.receiver = self._value(node.func.value)
         self.facts.calls.append(call)
@@ -376,7 +379,64 @@ class FileWalker:
             groups = param_groups(node.args[0].value)
             if groups is not None:
                 self.facts.param_groups[call.node] = groups
+        # The arguments flow into this call; the callee expression does not.
+        self._children_in(node, ("args",), state, _sunk(state, "arg:" + call.callee), stack)
+        self._children_in(node, ("func",), state, state, stack)
+        return None
+
+    def _sunk_children(self, node, fields: tuple, state: _State, stack: list, sink: str) -> None:
+        self._children_in(node, fields, state, _sunk(state, sink), stack)
+
+    def _return(self, node: cst.Return, state: _State, stack: list):
+        self._sunk_children(node, ("value",), state, stack, "return")
+        return None
+
+    def _subscript(self, node: cst.Subscript, state: _State, stack: list):
+        self._children_in(node, ("slice",), state, state, stack)
+        self._sunk_children(node, ("value",), state, stack, "[]")
+        return None
+
+    def _comparison(self, node: cst.Comparison, state: _State, stack: list):
+        if any(type(t.operator) in (cst.In, cst.NotIn) for t in node.comparisons):
+            self._sunk_children(node, ("left", "comparisons"), state, stack, "in")
+            return None
         return state
+
+    def _set_comp(self, node, state: _State, stack: list):
+        self._sunk_children(node, ("elt", "for_in"), state, stack, "set-comp")
+        return None
+
+    def _name(self, node: cst.Name, state: _State, stack: list):
+        if self.tracked and (state.scope, node.value) in self.tracked:
+            self.facts.name_uses.append(F.NameUse(node.value, state.scope, self._next_order(), state.sinks))
+        return None
+
+    def _block(self, node, kind: str, items: tuple, targets: tuple, state: _State) -> F.Block:
+        block = F.Block(node=self._node(node), kind=kind, items=items, targets=targets, scope=state.scope,
+                        start=self._next_order(), sinks=state.sinks)
+        self.facts.blocks.append(block)
+        return block
+
+    def _with(self, node: cst.With, state: _State, stack: list):
+        items = tuple(self._value(item.item) for item in node.items)
+        targets = tuple(_bound_names(item.asname.name) for item in node.items if item.asname is not None)
+        block = self._block(node, "with", items, sum(targets, ()), state)
+        stack.append(_OrderMark(block, "end"))
+        self._children_in(node, ("body",), state, state, stack)
+        stack.append(_OrderMark(block, "head_end"))
+        self._children_in(node, ("items",), state, state, stack)
+        return None
+
+    def _comp_for(self, node: cst.CompFor, state: _State, stack: list):
+        self._block(node, "comp", (self._value(node.iter),), _bound_names(node.target), state)
+        self._children_in(node, ("ifs", "inner_for_in"), state, state, stack)
+        self._sunk_children(node, ("iter",), state, stack, "comp")
+        self._children_in(node, ("target",), state, state, stack)
+        return None
+
+    def _order_mark(self, item: "_OrderMark", state: _State, stack: list):
+        setattr(item.block, item.field, self._next_order())
+        return None
 
     def _matmul(self, node: cst.BinaryOperation, state: _State, stack: list):
         """`a @ b` is recorded as a call of `@` with both operands (matmul checks read it)."""
@@ -432,6 +492,12 @@ class FileWalker:
             # Queued below the right side's nodes, so it is recorded (and ordered) after them.
             summary = self._value(value) if len(targets) == 1 and type(targets[0]) is cst.Name else F.Value()
             stack.append(_NameBinding(names, summary, state.scope))
+        sink = None
+        if len(targets) == 1 and type(targets[0]) in (cst.Name, cst.Attribute):
+            target_text = dotted_name(targets[0])
+            if target_text:
+                sink = ("name:" if type(targets[0]) is cst.Name else "attr:") + target_text
+        value_state = _sunk(state, sink) if sink else state
         for target in targets:
             if isinstance(target, cst.Name):
                 if value_dotted is not None:
@@ -453,9 +519,19 @@ class FileWalker:
                 )
             elif isinstance(target, cst.Subscript) and len(target.slice) == 1:
                 self._subscript_write(node, target, value, state)
+        stack.append(_Restore(state))
         if isinstance(value, cst.Call) and len(targets) == 1 and isinstance(targets[0], cst.Name):
-            # Walk the call now so it knows the name it is assigned to (`model = Net()`).
+            # Walk the call knowing the name it is assigned to (`model = Net()`).
             stack.append(_AssignedCall(targets[0].value, value))
+        else:
+            stack.append(value)
+        stack.append(_Restore(value_state))
+        self._children_in(node, ("targets",) if isinstance(node, cst.Assign) else ("target",), state, state, stack)
+        return None
+
+    def _aug_assign(self, node: cst.AugAssign, state: _State, stack: list):
+        if type(node.target) is cst.Name:  # `files += glob.glob(...)`
+            self._sunk_children(node, ("value",), state, stack, "name:" + node.target.value)
             return None
         return state
 
@@ -500,9 +576,10 @@ class FileWalker:
             node=self._node(node), qualname=qualname, owner=state.owner, order=self._next_order(),
             params=tuple(p.name.value for group in (params.posonly_params, params.params, params.kwonly_params)
                          for p in group),
+            decorators=tuple(self._value(d.decorator) for d in node.decorators),
         )
         inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main,
-                                    in_loop=False, guard=None, flag_guards=())
+                                    in_loop=False, guard=None, flag_guards=(), sinks=())
         # Decorators and defaults run in the enclosing scope; the body in the function's own.
         self._children_in(node, ("body",), state, inner, stack)
         self._children_in(node, ("decorators", "params", "returns"), state, state, stack)
@@ -514,7 +591,7 @@ class FileWalker:
         self.facts.classes[qualname] = F.ClassDef(
             node=self._node(node), qualname=qualname, bases=bases, order=self._next_order()
         )
-        inner = dataclasses.replace(state, scope=qualname, owner=qualname, flag_guards=())
+        inner = dataclasses.replace(state, scope=qualname, owner=qualname, flag_guards=(), sinks=())
         self._children_in(node, ("body",), state, inner, stack)
         self._children_in(node, ("decorators", "bases", "keywords"), state, state, stack)
         return None
@@ -536,13 +613,22 @@ class FileWalker:
         body = dataclasses.replace(state, guard=F.Guard(tested), flag_guards=state.flag_guards + body_flags)
         self._children_in(node, ("orelse",), state, orelse, stack)
         self._children_in(node, ("body",), state, body, stack)
-        self._children_in(node, ("test",), state, state, stack)
+        self._sunk_children(node, ("test",), state, stack, "test")
         return None
 
     def _loop(self, node, state: _State, stack: list):
+        block = None
+        if type(node) is cst.For:
+            block = self._block(node, "for", (self._value(node.iter),), _bound_names(node.target), state)
+            stack.append(_OrderMark(block, "end"))
+        self._children_in(node, ("orelse",), state, state, stack)
         self._children_in(node, ("body",), state, dataclasses.replace(state, in_loop=True), stack)
-        fields = ("target", "iter", "orelse") if type(node) is cst.For else ("test", "orelse")
-        self._children_in(node, fields, state, state, stack)
+        if block is None:
+            self._children_in(node, ("test",), state, state, stack)
+            return None
+        stack.append(_OrderMark(block, "head_end"))
+        self._sunk_children(node, ("iter",), state, stack, "iter")
+        self._children_in(node, ("target",), state, state, stack)
         return None
 
     def _name_binding(self, item: "_NameBinding", state: _State, stack: list):
@@ -608,6 +694,34 @@ _HANDLERS = {
 }
 
 
+def _sunk(state: _State, sink: str) -> _State:
+    return dataclasses.replace(state, sinks=state.sinks + (sink,))
+
+
+def _bound_names(target: cst.CSTNode) -> tuple:
+    """Names a `for`/`as` target binds: `x`, `a, (b, c)`."""
+    if type(target) is cst.Name:
+        return (target.value,)
+    if type(target) in (cst.Tuple, cst.List):
+        return sum((_bound_names(e.value) for e in target.elements), ())
+    return ()
+
+
+# Methods whose result is a directory listing in file-system order (os.listdir, glob.glob, Path.rglob,
+# ...): reads of the locals they are assigned to are recorded (F.NameUse) so rules can follow them.
+_LISTING_METHODS = frozenset({"listdir", "scandir", "glob", "iglob", "rglob", "iterdir", "walk"})
+
+
+class _OrderMark:
+    """Stamps the next order on a field of a Block when the walk reaches it (end of a header or body)."""
+
+    __slots__ = ("block", "field")
+
+    def __init__(self, block: F.Block, field: str):
+        self.block = block
+        self.field = field
+
+
 class _NameBinding:
     """`name = value`, queued to be recorded once the right side has been walked."""
 
@@ -663,3 +777,15 @@ _ENV_SETTERS = frozenset({"os.environ.setdefault", "os.putenv", "os.environ.upda
 
 
 _HANDLERS[_NameBinding] = FileWalker._name_binding
+_HANDLERS[_AssignedCall] = FileWalker._assigned_call
+_HANDLERS[_OrderMark] = FileWalker._order_mark
+_HANDLERS.update({
+    cst.Return: FileWalker._return,
+    cst.Subscript: FileWalker._subscript,
+    cst.Comparison: FileWalker._comparison,
+    cst.SetComp: FileWalker._set_comp,
+    cst.Name: FileWalker._name,
+    cst.With: FileWalker._with,
+    cst.CompFor: FileWalker._comp_for,
+    cst.AugAssign: FileWalker._aug_assign,
+})

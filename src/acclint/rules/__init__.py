@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from acclint.rules import (contiguity, debug_tooling, determinism, framework_default, fused_op, launch_flags,
-                           mixed_precision, npu_modes, seed)
+from acclint.rules import (contiguity, debug_tooling, determinism, deterministic_ops, file_order, framework_default,
+                           fused_op, grad_clipping, launch_flags, mixed_precision, npu_modes, seed, transfer_to_npu)
+
+# One module per family of checks; each exports RULES.
+_FAMILIES = (seed, determinism, deterministic_ops, file_order, fused_op, launch_flags, contiguity, mixed_precision,
+             npu_modes, grad_clipping, transfer_to_npu, framework_default, debug_tooling)
 
 
 def all_rules() -> list:
-    rules = [*seed.RULES, *determinism.RULES, *fused_op.RULES, *contiguity.RULES, *mixed_precision.RULES,
-             *npu_modes.RULES, *framework_default.RULES, *debug_tooling.RULES, *launch_flags.RULES]
+    rules = [rule for family in _FAMILIES for rule in family.RULES]
     return sorted(rules, key=lambda r: r.code)

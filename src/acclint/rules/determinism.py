@@ -9,6 +9,7 @@ from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, ReplaceValue, SetArgument, safe_fix, unsafe_fix
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
+from acclint.rules.deterministic_ops import nondeterministic_uses
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
 
 
@@ -85,8 +86,10 @@ class DeterministicAlgorithmsOff(EffectRule):
     )
 
     def missing_message(self, ctx: ProgramContext, facts: ProgramFacts) -> str:
+        uses = nondeterministic_uses(ctx, facts)
+        named = f" Ops this program reaches that then differ between runs: {', '.join(uses[:3])}." if uses else ""
         return (f"{ctx.program.entry.path} never calls torch.use_deterministic_algorithms(True): nondeterministic "
-                "kernels make two runs of the same side differ.")
+                f"kernels make two runs of the same side differ.{named}")
 
     def fix_text(self) -> str:
         return "call torch.use_deterministic_algorithms(True) at the start of the entry point"
