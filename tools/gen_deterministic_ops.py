@@ -7,9 +7,11 @@ and the ops that it makes deterministic; both lists change between releases. Eac
 release and recomputes, for every op, the recorded releases it raises in. Usage, from the repository root:
 
     python tools/gen_deterministic_ops.py                       # the installed torch
+    python tools/gen_deterministic_ops.py --release 2.1                 # that release's wheel on PyPI
     python tools/gen_deterministic_ops.py --source torch/__init__.py --version 2.1 --origin "git show v2.1.0:torch/__init__.py"
 
-`--source` reads the docstring statically (nothing imported) from a torch/__init__.py of that release.
+`--release` reads torch/__init__.py out of that release's wheel on PyPI with HTTP range requests
+(tools/torch_release_source.py; nothing installed, a few hundred KiB fetched). `--source` reads the docstring statically (nothing imported) from a torch/__init__.py of that release.
 Releases already in the table are kept; the one given is replaced.
 """
 
@@ -126,12 +128,19 @@ def render(table: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--release", help="a torch release (e.g. 2.4) to read from its wheel on PyPI")
     parser.add_argument("--source", help="a torch/__init__.py to read instead of the installed torch")
     parser.add_argument("--version", help="the release the source is (required with --source)")
     parser.add_argument("--origin", help="how the source was obtained (written into the table)")
     parser.add_argument("-o", "--output", default=str(TABLE))
     args = parser.parse_args(argv)
-    if args.source:
+    if args.release:
+        from torch_release_source import release_source
+
+        text, url = release_source(args.release)
+        doc, version = docstring_of(text), args.release
+        origin = args.origin or f"torch/__init__.py of {url.rsplit('/', 1)[-1]} (PyPI)"
+    elif args.source:
         if not args.version:
             parser.error("--source needs --version")
         doc, version = docstring_of(Path(args.source).read_text(encoding="utf-8")), args.version

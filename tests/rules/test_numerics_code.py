@@ -13,7 +13,8 @@ from acclint.config import Config
 from acclint.linter.analyze import analyze_file
 from acclint.linter.engine import scan
 from acclint.rules import all_rules
-from acclint.rules.deterministic_ops import newest_release
+from acclint.knowledge import table as knowledge_table
+from acclint.rules.deterministic_ops import _expand, recent_releases
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = {rule.code: rule for rule in all_rules()}
@@ -176,8 +177,18 @@ def test_generated_table_matches_the_installed_torch(tmp_path):
         sys.path.pop(0)
     gen.main(["-o", str(out)])
     assert out.read_text(encoding="utf-8") == table.read_text(encoding="utf-8")
-    assert newest_release() == release
+    assert release in knowledge_table("deterministic_ops")['releases_recorded']
     lists = gen.parse(torch.use_deterministic_algorithms.__doc__)
     raising = dict(lists["raises"])
     assert "linear" in raising["torch.nn.functional.interpolate"] and "bicubic" in raising["torch.nn.functional.interpolate"]
     assert "torch.nn.AdaptiveAvgPool2d" in raising and "torch.nn.Conv2d" in dict(lists["deterministic"])
+
+
+def test_an_op_fixed_in_the_newest_release_still_counts_in_the_recent_ones():
+    recorded = knowledge_table("deterministic_ops")["releases_recorded"]
+    assert recorded[0] == "2.0" and len(recorded) >= 16  # every release from 2.0 on, from its wheel
+    assert _expand("2.1-2.3", recorded) == ["2.1", "2.2", "2.3"] and _expand("2.99", recorded) == []
+    cumsum = knowledge_table("deterministic_ops")["ops"]["torch.cumsum"]["raises"]
+    last = max(recorded.index(_expand(r, recorded)[-1]) for row in cumsum for r in row["releases"])
+    # cumsum stopped raising after 2.13 (moved to the made-deterministic list), inside the window.
+    assert recorded[last] == "2.13" and "2.13" in recent_releases()
