@@ -75,21 +75,19 @@ class Cache:
         outcomes: list = [None] * len(jobs)
         missing, digests = [], {}
         for index, (abspath, display) in enumerate(jobs):
-            digest = _content_digest(abspath)
-            cached = self._load(abspath, display, digest) if digest is not None else None
+            cached, digest = self.lookup(abspath, display)
             if cached is not None:
                 outcomes[index] = cached
                 advance()
             else:
                 missing.append(index)
                 digests[index] = digest
-        self.hits, self.misses = len(jobs) - len(missing), len(missing)
         if missing:
             computed = compute([jobs[i] for i in missing])
             for index, outcome in zip(missing, computed):
                 outcomes[index] = outcome
                 if digests[index] is not None:
-                    self._store(*jobs[index], digests[index], outcome)
+                    self.store(*jobs[index], digests[index], outcome)
         return outcomes
 
     def without_rules(self) -> "Cache":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator, Optional
+from typing import Optional
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
@@ -69,6 +69,7 @@ def op_rows(op: str) -> list:
     return table("deterministic_ops")["ops"].get(op, {}).get("raises", [])
 
 
+@lru_cache(maxsize=None)
 def _raises_now(op: str) -> bool:
     """Raises in one of the recent releases (an op fixed in the newest still stops a baseline pinned
     one release back)."""
