@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from acclint import __version__
+from acclint.linter.maturity import is_preview
 from acclint.config import Config, ConfigError, fails, find_pyproject, load_config, rule_enabled, validate_selectors
 from acclint.progress import for_scan
 
@@ -87,14 +88,18 @@ def main() -> None:
 @click.option("--write-baseline", "write_baseline_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Record today's findings in this file (JSON) and exit 0.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display and no summaries on stderr.")
+@click.option("--preview/--no-preview", default=None,
+              help="Also run preview rules (new, or measured under 90% precision) [default: preview in config, else off].")
 def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs, no_fix, color,
-         apply_fix, unsafe_fixes, show_diff, no_cache, cache_dir, baseline_path, write_baseline_path, quiet) -> None:
+         apply_fix, unsafe_fixes, show_diff, no_cache, cache_dir, baseline_path, write_baseline_path, quiet,
+         preview) -> None:
     """Lint training scripts, model code and launch scripts against the accuracy-migration checklist."""
     from acclint.reports import render
 
     rules = _all_rules()
-    config = _scan_config(paths, config_path, select, ignore, exclude, fail_on, {rule.code for rule in rules})
-    active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
+    config = _scan_config(paths, config_path, select, ignore, exclude, fail_on, {rule.code for rule in rules},
+                          preview)
+    active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
     cache = None if no_cache else _cache(cache_dir, config.source, active, config)
     known = _load_baseline(baseline_path)
     progress = for_scan(quiet=quiet, machine_output_on_stdout=output is None and fmt != "text")
@@ -129,7 +134,7 @@ def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs
     sys.exit(1 if failed else 0)
 
 
-def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes) -> Config:
+def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes, preview=None) -> Config:
     """[tool.acclint] from the config file, overridden by the command line; bad values exit 2."""
     try:
         explicit = config_path is not None
@@ -140,6 +145,7 @@ def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes) ->
             ignore=validate_selectors(_split(ignore), codes, "--ignore"),
             exclude=list(exclude),
             fail_on=fail_on,
+            preview=preview,
         )
     except ConfigError as exc:
         raise click.UsageError(str(exc))
@@ -329,7 +335,10 @@ def rule_command(code, fmt) -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="pyproject.toml (or acclint.toml) to read [tool.acclint] from; default: the nearest pyproject.toml.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
-def report_command(paths, output, diff_sides, fingerprints, select, ignore, exclude, config_path, jobs) -> None:
+@click.option("--preview/--no-preview", default=None,
+              help="Also run preview rules (new, or measured under 90% precision) [default: preview in config, else off].")
+def report_command(paths, output, diff_sides, fingerprints, select, ignore, exclude, config_path, jobs,
+                   preview) -> None:
     """Write one HTML migration-readiness report: the checklist filled in, with its evidence."""
     from acclint.reports.html import html_report
     from acclint.reports.html_inputs import ReportInputError, check_output, load_comparison, load_diff
@@ -341,14 +350,14 @@ def report_command(paths, output, diff_sides, fingerprints, select, ignore, excl
         sys.exit(2)
 
     rules = _all_rules()
-    config = _scan_config(paths, config_path, select, ignore, exclude, None, {rule.code for rule in rules})
+    config = _scan_config(paths, config_path, select, ignore, exclude, None, {rule.code for rule in rules}, preview)
     try:  # every input is checked before the scan, so a typo costs no time
         check_output(output)
         diff = load_diff(*diff_sides) if diff_sides else None
         runtime = runtime_view(*load_comparison(*fingerprints)) if fingerprints else None
     except ReportInputError as exc:
         fail(str(exc))
-    active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
+    active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
     result = _run_scan(paths, active, config, jobs)
     try:
         page = html_report(result, rules, active_codes=frozenset(rule.code for rule in active), base_dir=Path.cwd(),

@@ -31,19 +31,21 @@ class Config:
     fail_on: str = "warning"
     source: Optional[Path] = None  # the file it came from
     diff_ignore: list = field(default_factory=list)  # [tool.acclint.diff] ignore: keys, globs, groups
+    preview: bool = False  # run preview rules too (otherwise only when selected by exact code)
 
-    def merged(self, *, select=None, ignore=None, exclude=None, fail_on=None) -> "Config":
-        """Command-line options: --select replaces, --ignore and --exclude add."""
+    def merged(self, *, select=None, ignore=None, exclude=None, fail_on=None, preview=None) -> "Config":
+        """Command-line options: --select replaces, --ignore and --exclude add, --preview overrides."""
         return replace(
             self,
             select=list(select) if select else self.select,
             ignore=self.ignore + list(ignore or []),
             exclude=self.exclude + list(exclude or []),
             fail_on=fail_on or self.fail_on,
+            preview=self.preview if preview is None else preview,
         )
 
 
-_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on", "diff"}
+_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on", "diff", "preview"}
 _DIFF_KEYS = {"ignore"}
 
 
@@ -95,6 +97,9 @@ def _parse(section: dict, path: Path, known_codes: set) -> Config:
     if fail_on not in (*SEVERITIES, "never"):
         raise ConfigError(f"{path}: fail-on must be one of error, warning, info, never; not {fail_on!r}")
     config.fail_on = fail_on
+    config.preview = section.get("preview", False)
+    if not isinstance(config.preview, bool):
+        raise ConfigError(f"{path}: preview must be true or false, not {config.preview!r}")
     diff = _table(section.get("diff", {}), "diff", path)
     unknown_diff = set(diff) - _DIFF_KEYS
     if unknown_diff:
@@ -137,7 +142,11 @@ def matches(selectors, code: str, category: str) -> bool:
     return any(s in (code, category, "ALL") or (s.startswith("ACL") and code.startswith(s)) for s in selectors)
 
 
-def rule_enabled(config: Config, code: str, category: str) -> bool:
+def rule_enabled(config: Config, code: str, category: str, preview: bool = False) -> bool:
+    """`preview`: the rule is a preview rule; it runs with `preview = true` or when selected by its exact code
+    (as ruff does: a prefix or a category never turns a preview rule on)."""
+    if preview and not config.preview and code not in config.select:
+        return False
     if config.select and not matches(config.select, code, category):
         return False
     return not matches(config.ignore, code, category)

@@ -50,7 +50,7 @@ def test_rule_list_groups_by_category_order_then_code():
              make_rule("ACL801", "debug-tooling"), make_rule("ACL101", "seed"),
              make_rule("ACL201", "determinism")]
     lines = render_rule_list(rules).splitlines()
-    assert lines[0].split() == ["CODE", "NAME", "CATEGORY", "SEVERITY", "SUMMARY"]
+    assert lines[0].split() == ["CODE", "NAME", "CATEGORY", "SEVERITY", "MATURITY", "PRECISION", "SUMMARY"]
     codes = [line.split()[0] if line else "" for line in lines[1:]]
     assert codes == ["ACL101", "ACL102", "", "ACL201", "ACL202", "", "ACL801"]
     categories = [line.split()[2] for line in lines[1:] if line]
@@ -78,7 +78,8 @@ def test_rule_list_json():
     rows = json.loads(render_rule_list([BARE, NUMPY], fmt="json"))
     assert [row["code"] for row in rows] == ["ACL101", "ACL250"]
     assert rows[1] == {"code": "ACL250", "name": "rule-acl250", "category": "determinism",
-                       "severity": "error", "summary": "summary of ACL250"}
+                       "severity": "error", "maturity": "stable", "precision": "-",
+                       "summary": "summary of ACL250"}
 
 
 # --- one page -----------------------------------------------------------------------------
@@ -160,7 +161,7 @@ def test_json_page():
 
 @pytest.mark.parametrize("call", [
     lambda: render_rule_page(NUMPY, fmt="html"),
-    lambda: render_rule_list([NUMPY], fmt="markdown"),
+    lambda: render_rule_list([NUMPY], fmt="html"),
 ])
 def test_unknown_formats_are_refused(call):
     with pytest.raises(ValueError):

@@ -15,3 +15,16 @@ def test_rule_pages_are_current():
         assert page.read_text(encoding="utf-8").strip() == render_rule_page(rule, fmt="markdown").strip(), (
             f"{page} is stale; regenerate: python -c \"from acclint.rules import all_rules; "
             "from acclint.reports import write_rule_pages; write_rule_pages(all_rules(), 'docs/rules')\"")
+
+
+def test_readme_rule_table_is_current():
+    import importlib.util
+
+    from acclint.reports import render_rule_list
+
+    spec = importlib.util.spec_from_file_location("gen_docs", DOCS.parents[1] / "tools" / "gen_docs.py")
+    gen_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_docs)
+    readme = gen_docs.README.read_text("utf-8")
+    assert gen_docs.readme_with_table(readme, render_rule_list(all_rules(), fmt="markdown")) == readme, (
+        "README.md's rule table is stale; regenerate: PYTHONPATH=src python tools/gen_docs.py")

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from acclint.findings import CATEGORIES
+from acclint.linter.maturity import MIN_JUDGED, maturity, measured
 from acclint.linter.rulebase import Example, Rule
 from acclint.reports.common import rule_title
 
-RULE_LIST_FORMATS = ("text", "json")
+RULE_LIST_FORMATS = ("text", "json", "markdown")
 RULE_PAGE_FORMATS = ("text", "markdown", "json")
 
 _LANGUAGES = {
@@ -46,23 +47,50 @@ def ordered_rules(rules: Iterable[Rule]) -> list[Rule]:
     return sorted(rules, key=key)
 
 
+def precision_text(rule: Rule) -> str:
+    """The measured precision as a table cell: "96% of 48 judged", or "-" where nothing was judged."""
+    figures = measured(rule.code)
+    return figures.describe() if figures else "-"
+
+
 def _rule_row(rule: Rule) -> dict:
     return {
         "code": rule.code,
         "name": rule.name,
         "category": rule.category,
         "severity": rule.severity,
+        "maturity": maturity(rule),
+        "precision": precision_text(rule),
         "summary": rule.summary,
     }
+
+
+def _maturity_line(rule: Rule) -> str:
+    figures = measured(rule.code)
+    state = maturity(rule)
+    how = ("it runs by default" if state == "stable"
+           else "it runs with --preview, preview = true, or when selected by its exact code")
+    if figures is None:
+        evidence = "not measured on the judged corpus yet"
+    else:
+        evidence = (f"measured precision {figures.describe()} warnings on the judged corpus "
+                    f"({figures.right} right, {figures.wrong} wrong, {figures.debatable} debatable)")
+        if figures.judged < MIN_JUDGED:
+            evidence += f"; fewer than {MIN_JUDGED} judged, so the rule keeps its declared maturity"
+    return f"{state.capitalize()}: {how}; {evidence}."
 
 
 def render_rule_list(rules: Iterable[Rule], *, fmt: str = "text") -> str:
     rows = [_rule_row(rule) for rule in ordered_rules(rules)]
     if fmt == "json":
         return json.dumps(rows, indent=2, ensure_ascii=False)
+    if fmt == "markdown":  # the README's rule table
+        head = "| code | name | category | severity | maturity | precision | what |\n|---|---|---|---|---|---|---|"
+        cells = ("code", "name", "category", "severity", "maturity", "precision", "summary")
+        return "\n".join([head] + ["| " + " | ".join(r[c].replace("|", "\\|") for c in cells) + " |" for r in rows])
     if fmt != "text":
         raise ValueError(f"unknown rule list format {fmt!r}; expected one of {RULE_LIST_FORMATS}")
-    columns = ("code", "name", "category", "severity", "summary")
+    columns = ("code", "name", "category", "severity", "maturity", "precision", "summary")
     # The summary is last and free-length, so it is not padded.
     widths = {c: max([len(c)] + [len(row[c]) for row in rows]) for c in columns[:-1]}
 
@@ -200,12 +228,13 @@ def render_rule_page(rule: Rule, *, fmt: str = "text") -> str:
         )
         return json.dumps(page, indent=2, ensure_ascii=False)
     if fmt == "markdown":
-        meta = f"**Category:** `{rule.category}` · **Default severity:** `{rule.severity}`"
-        return "\n\n".join([f"# {title}", meta, rule.summary, markdown_body(rule)])
+        meta = (f"**Category:** `{rule.category}` · **Default severity:** `{rule.severity}` · "
+                f"**Maturity:** `{maturity(rule)}`")
+        return "\n\n".join([f"# {title}", meta, _maturity_line(rule), rule.summary, markdown_body(rule)])
     if fmt == "text":
-        meta = f"Category: {rule.category}    Default severity: {rule.severity}"
+        meta = f"Category: {rule.category}    Default severity: {rule.severity}    Maturity: {maturity(rule)}"
         head = f"{title}\n{'=' * len(title)}"
-        return "\n\n".join([head, meta, rule.summary, text_body(rule)])
+        return "\n\n".join([head, meta, _maturity_line(rule), rule.summary, text_body(rule)])
     raise ValueError(f"unknown rule page format {fmt!r}; expected one of {RULE_PAGE_FORMATS}")
 
 

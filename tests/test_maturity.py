@@ -1,0 +1,112 @@
+"""Rule maturity (ruff's preview): which rules run by default, and how measured precision decides it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from acclint import cli
+from acclint.config import Config, ConfigError, load_config, rule_enabled
+from acclint.linter.maturity import MIN_JUDGED, Precision, maturity, precision_table
+from acclint.reports import render_rule_list, render_rule_page
+from acclint.rules import all_rules
+
+RULES = {rule.code: rule for rule in all_rules()}
+BENCHMARK = RULES["ACL202"]  # cudnn.benchmark = True: an explicit setting, reported in any file
+TRAIN = "import torch\ntorch.backends.cudnn.benchmark = True\n"
+
+
+class _PreviewBenchmark(type(BENCHMARK)):
+    """ACL202 declared preview, as a new rule would be."""
+
+    maturity = "preview"
+
+
+def _figures(right, judged):
+    return Precision(judged=judged, right=right, wrong=judged - right, debatable=0)
+
+
+@pytest.mark.parametrize("declared, figures, expected", [
+    ("stable", None, "stable"),                              # nothing measured: the declaration holds
+    ("preview", None, "preview"),
+    ("stable", _figures(8, 10), "preview"),                  # 80% over 10 judged: demoted
+    ("preview", _figures(10, 10), "stable"),                 # 100% over 10 judged: earned stable
+    ("stable", _figures(9, 10), "stable"),                   # exactly 90% is enough
+    ("stable", _figures(1, MIN_JUDGED - 1), "stable"),       # too few judged to overrule
+])
+def test_measured_precision_overrules_the_declaration(declared, figures, expected):
+    rule = type("R", (type(BENCHMARK),), {"maturity": declared})()
+    table = {} if figures is None else {rule.code: figures}
+    assert maturity(rule, table) == expected
+
+
+def test_info_rules_keep_their_declaration_whatever_was_measured():
+    info_rule = RULES["ACL102"]
+    assert info_rule.severity == "info"
+    assert maturity(info_rule, {"ACL102": _figures(0, 20)}) == info_rule.maturity
+
+
+def test_preview_rules_run_only_when_asked_for():
+    config = Config()
+    assert not rule_enabled(config, "ACL202", "determinism", preview=True)
+    assert rule_enabled(Config(preview=True), "ACL202", "determinism", preview=True)
+    # Selected by its exact code: yes; by a prefix or its category: no (as ruff).
+    assert rule_enabled(Config(select=["ACL202"]), "ACL202", "determinism", preview=True)
+    assert not rule_enabled(Config(select=["ACL2"]), "ACL202", "determinism", preview=True)
+    assert not rule_enabled(Config(select=["determinism"]), "ACL202", "determinism", preview=True)
+    # Stable rules are unaffected.
+    assert rule_enabled(config, "ACL202", "determinism", preview=False)
+
+
+def test_preview_key_in_pyproject(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text("[tool.acclint]\npreview = true\n")
+    assert load_config(pyproject, explicit=False, known_codes=set(RULES)).preview is True
+    pyproject.write_text('[tool.acclint]\npreview = "yes"\n')
+    with pytest.raises(ConfigError, match="preview must be true or false"):
+        load_config(pyproject, explicit=False, known_codes=set(RULES))
+
+
+@pytest.fixture()
+def preview_rule_set(monkeypatch):
+    rules = [_PreviewBenchmark() if rule.code == "ACL202" else rule for rule in all_rules()]
+    monkeypatch.setattr(cli, "_all_rules", lambda: rules)
+    monkeypatch.setattr("acclint.linter.maturity.precision_table", lambda: {})
+
+
+def _codes(tmp_path, *args):
+    (tmp_path / "train.py").write_text(TRAIN)
+    result = CliRunner().invoke(cli.main, ["scan", str(tmp_path / "train.py"), "--format", "json", "--no-cache", *args])
+    return {finding["rule"] for finding in json.loads(result.output)["findings"]}
+
+
+def test_scan_leaves_a_preview_rule_out_by_default(tmp_path, preview_rule_set):
+    assert "ACL202" not in _codes(tmp_path)
+
+
+def test_scan_runs_a_preview_rule_with_preview_or_its_exact_code(tmp_path, preview_rule_set):
+    assert "ACL202" in _codes(tmp_path, "--preview")
+    assert "ACL202" in _codes(tmp_path, "--select", "ACL202")
+    assert "ACL202" not in _codes(tmp_path, "--select", "ACL2")
+
+
+def test_scan_runs_preview_rules_when_the_config_says_so(tmp_path, preview_rule_set):
+    (tmp_path / "pyproject.toml").write_text("[tool.acclint]\npreview = true\n")
+    assert "ACL202" in _codes(tmp_path)
+    assert "ACL202" not in _codes(tmp_path, "--no-preview")
+
+
+def test_rule_list_and_page_show_maturity_and_precision(monkeypatch):
+    monkeypatch.setattr("acclint.linter.maturity.precision_table", lambda: {"ACL202": _figures(7, 10)})
+    row = {r["code"]: r for r in json.loads(render_rule_list(all_rules(), fmt="json"))}["ACL202"]
+    assert (row["maturity"], row["precision"]) == ("preview", "70% of 10 judged")
+    page = render_rule_page(BENCHMARK)
+    assert "Maturity: preview" in page and "7 right, 3 wrong, 0 debatable" in page
+
+
+def test_the_packaged_precision_table_names_only_existing_rules():
+    assert set(precision_table()) <= set(RULES)
+    for code, figures in precision_table().items():
+        assert figures.right + figures.wrong + figures.debatable == figures.judged, code
