@@ -16,6 +16,7 @@ from acclint.linter.discovery import kind_of
 from acclint.linter.facts import FileFacts
 from acclint.linter.positions import node_locations
 from acclint.linter.project import ShellFacts
+from acclint.linter.roles import test_nodes
 from acclint.linter.source import read_source
 from acclint.linter.suppress import suppressions
 from acclint.linter.walker import FileWalker
@@ -59,6 +60,7 @@ def _analyze_python(abspath: str, display: str, text: str, rules: list) -> FileO
     walker.run()
     facts.spans = node_locations(module, walker.nodes)
     facts.suppressions = suppressions(text)
+    facts.test_nodes = test_nodes(facts)
     sink = Sink()
     context = FileContext(facts, sink)
     for rule in rules:

@@ -56,6 +56,8 @@ class FileContext:
 def report_at(sink: Sink, rule: "Rule", facts: "FileFacts", node: int, message: str,
               fix: Optional[str], severity: Optional[str], program: Optional[str],
               autofix: Optional["Fix"] = None) -> None:
+    if node in facts.test_nodes:
+        return  # test code runs under a test runner, not in training (linter.roles)
     where = facts.spans[node] if 0 <= node < len(facts.spans) else Location(1, 1, 1, 1)
     sink.add(make_finding(rule, facts.path, where, message, fix, severity, autofix, facts.abspath),
              facts.suppressions, program)

@@ -251,6 +251,7 @@ class FileFacts:
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)
     line_count: int = 0
+    test_nodes: frozenset = frozenset()  # nodes inside test code (linter.roles); never reported
 
     def calls_in(self, scope: str) -> list:
         return [c for c in self.calls if c.scope == scope]

@@ -66,6 +66,20 @@ class DeterministicAlgorithmsOff(EffectRule):
                 torch.use_deterministic_algorithms(True, warn_only=True)
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """),
+        Example.script("""
+            import unittest
+
+            import torch
+
+
+            class DeterministicKernelTest(unittest.TestCase):
+                def setUp(self):
+                    torch.use_deterministic_algorithms(True)
+
+                def tearDown(self):
+                    torch.use_deterministic_algorithms(False)
+        """, "unittest setUp/tearDown switch it on and off around each test: test code, not training",
+            path="test_kernels.py"),
         Example(
             {
                 "train.py": """
@@ -156,6 +170,23 @@ class CudnnBenchmark(ExplicitRule):
             def setup_backend(args):
                 torch.backends.cudnn.benchmark = args.benchmark
         """, "not written as True: a setting the user chooses at launch"),
+        Example({
+            "tests/test_conv.py": """
+                import pytest
+                import torch
+                from transformers.testing_utils import TestCasePlus
+
+
+                @pytest.fixture
+                def fast_backend():
+                    torch.backends.cudnn.benchmark = True
+
+
+                class ConvSpeedTest(TestCasePlus):
+                    def test_speed(self):
+                        torch.backends.cudnn.benchmark = True
+            """,
+        }, "test code (a pytest fixture, a test class of a helper library): run by a test runner, not in training"),
     )
 
     def written(self, facts):

@@ -1,0 +1,73 @@
+"""The role of code: which parts of a file are test code, whatever rule asks.
+
+Test code (unittest test classes and their helpers' subclasses, pytest test functions and fixtures)
+runs under a test runner, never in a training run: a `tearDown` that switches deterministic
+algorithms off, or a test that sets `cudnn.benchmark`, says nothing about how a model trains. The
+engine asks this module once per file, after the walk, and no rule reports a finding inside test
+code. The conventions are data (knowledge/training.toml, `[pytest]` and `[unittest]`).
+"""
+
+from __future__ import annotations
+
+from acclint.linter.facts import MODULE_SCOPE, FileFacts
+from acclint.linter.project import _training_table, is_pytest_file
+
+# Fact lists whose entries carry `scope` and `node`.
+_SCOPED_FACTS = ("calls", "assignments", "name_assignments", "env_writes", "key_writes")
+
+
+def test_classes(facts: FileFacts) -> frozenset:
+    """Classes of this file that a test runner instantiates, following bases within the file."""
+    table = _training_table()["unittest"]
+    bases, suffixes = set(table["bases"]), tuple(table["base_suffixes"])
+    found: set = set()
+    changed = True
+    while changed:  # a test class may derive from another test class of the same file
+        changed = False
+        for name, cls in facts.classes.items():
+            if name in found:
+                continue
+            for base in cls.bases:
+                names = set(base.names) | ({base.dotted} if base.dotted else set())
+                if names & bases or names & found or any(n.rsplit(".", 1)[-1].endswith(suffixes) for n in names):
+                    found.add(name)
+                    changed = True
+                    break
+    return frozenset(found)
+
+
+def test_scopes(facts: FileFacts) -> frozenset:
+    """Top-level scopes (a class, or a module-level function) that are test code."""
+    scopes = set(test_classes(facts))
+    fixtures = set(_training_table()["unittest"]["fixture_decorators"])
+    pytest_conventions = _training_table()["pytest"]
+    pytest_file = None
+    for function in facts.functions.values():
+        if "." in function.qualname:
+            continue  # methods and nested functions follow their top-level scope
+        if any(set(d.names) & fixtures for d in function.decorators):
+            scopes.add(function.qualname)
+        elif function.qualname.startswith(pytest_conventions["function_prefix"]):
+            if pytest_file is None:
+                pytest_file = is_pytest_file(facts)
+            if pytest_file:
+                scopes.add(function.qualname)
+    if is_pytest_file(facts) if pytest_file is None else pytest_file:
+        scopes.update(name for name in facts.classes
+                      if "." not in name and name.startswith(pytest_conventions["class_prefix"]))
+    return frozenset(scopes)
+
+
+def test_nodes(facts: FileFacts) -> frozenset:
+    """The nodes of facts recorded inside test code; findings there are not reported."""
+    scopes = test_scopes(facts)
+    if not scopes:
+        return frozenset()
+    nodes = set()
+    for group in _SCOPED_FACTS:
+        for fact in getattr(facts, group):
+            scope = fact.scope
+            if scope != MODULE_SCOPE and scope.split(".", 1)[0] in scopes:
+                nodes.add(fact.node)
+    nodes.update(f.node for name, f in facts.functions.items() if name.split(".", 1)[0] in scopes)
+    return frozenset(nodes)
