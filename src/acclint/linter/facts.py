@@ -153,6 +153,7 @@ class Assignment:
     order: int
     in_main: bool
     names: frozenset = frozenset()
+    flag_guards: tuple = ()  # FlagGuards of the enclosing `if`s in this function, as for Call
 
 
 @dataclass(slots=True, frozen=True)
@@ -183,6 +184,7 @@ class EnvWrite:
     scope: str
     order: int
     in_main: bool
+    flag_guards: tuple = ()  # FlagGuards of the enclosing `if`s in this function, as for Call
 
 
 @dataclass(slots=True)

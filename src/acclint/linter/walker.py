@@ -515,6 +515,7 @@ class FileWalker:
                         scope=state.scope,
                         order=self._next_order(),
                         in_main=state.in_main,
+                        flag_guards=state.flag_guards,
                     )
                 )
             elif isinstance(target, cst.Subscript) and len(target.slice) == 1:
@@ -566,6 +567,7 @@ class FileWalker:
             scope=state.scope,
             order=self._next_order(),
             in_main=state.in_main,
+            flag_guards=state.flag_guards,
         )
         self.environ_subscripts.append((write, base, value))
 
@@ -768,6 +770,7 @@ def _env_writes_from_calls(calls: list) -> list:
                     scope=call.scope,
                     order=call.order,
                     in_main=call.in_main,
+                    flag_guards=call.flag_guards,
                 )
             )
     return writes

@@ -10,6 +10,7 @@ from acclint.linter.edits import Fix, InsertStatement, SetArgument, unsafe_fix
 from acclint.linter.facts import FileFacts
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Rule
+from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, Source, determinism_setting, program_facts
 
 
@@ -114,7 +115,16 @@ class EffectRule(ExplicitRule, ProgramRule):
         if self.effect in facts.effects or not self.required(ctx, facts):
             return
         off = facts.effects_off.get(self.effect)
-        if off is None:
+        opt_in = facts.optional_effects.get(self.effect)
+        if off is None and opt_in is not None:  # on only behind a flag the default run lacks
+            option = opt_in.default.option
+            self.report_at_source(
+                ctx, opt_in.source,
+                f"{runs_only_when(opt_in.source.what, opt_in.guard, opt_in.default)}: a run started without it "
+                f"has {self.effect.replace('-', ' ')} off. {self.off_consequence[:1].upper()}{self.off_consequence[1:]}",
+                f"pass {option} in every launch command of a parity run, or make it the default"
+                if opt_in.default.is_flag else f"set {option} in the config of a parity run, or make it the default")
+        elif off is None:
             statement = self.switch_on_statement
             autofix = (unsafe_fix(f"add {statement[0]}", at_entry_start(ctx, *statement))
                        if statement else None)

@@ -56,6 +56,22 @@ class DeterministicAlgorithmsOff(EffectRule):
                 torch.use_deterministic_algorithms(False)  # expect: ACL201
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, "switched off"),
+        Example.script("""
+            import argparse
+
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--deterministic", action="store_true")
+
+
+            if __name__ == "__main__":
+                args = parser.parse_args()
+                torch.manual_seed(0)
+                if args.deterministic:
+                    torch.use_deterministic_algorithms(True)  # expect: ACL201
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "opt-in: on only behind a flag that defaults to off, so the default run is nondeterministic"),
     )
     valid = (
         Example.script("""
@@ -66,6 +82,28 @@ class DeterministicAlgorithmsOff(EffectRule):
                 torch.use_deterministic_algorithms(True, warn_only=True)
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """),
+        Example({
+            "train.py": """
+                import argparse
+
+                import torch
+
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--deterministic", action="store_true")
+
+
+                if __name__ == "__main__":
+                    args = parser.parse_args()
+                    torch.manual_seed(0)
+                    if args.deterministic:
+                        torch.use_deterministic_algorithms(True)
+                    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+            """,
+            "run.sh": """
+                #!/bin/bash
+                python train.py --deterministic
+            """,
+        }, "opt-in, and the launch script opts in"),
         Example.script("""
             import unittest
 
@@ -394,6 +432,38 @@ class HcclDeterministicUnset(ProgramRule):
                 """,
             },
             "hccl process group, launch script without the variable",
+        ),
+        Example(
+            {
+                "train.py": """
+                    import argparse
+                    import os
+
+                    import torch
+
+                    parser = argparse.ArgumentParser()
+                    parser.add_argument("--deterministic", action="store_true")
+
+
+                    def make_deterministic():
+                        torch.use_deterministic_algorithms(True)
+                        os.environ["HCCL_DETERMINISTIC"] = "true"
+
+
+                    if __name__ == "__main__":
+                        args = parser.parse_args()
+                        torch.manual_seed(0)
+                        if args.deterministic:
+                            make_deterministic()
+                        torch.distributed.init_process_group(backend="hccl")
+                        torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+                """,
+                "run.sh": """
+                    #!/bin/bash
+                    torchrun --nproc_per_node 8 train.py  # expect: ACL205
+                """,
+            },
+            "set only by a helper called behind an opt-in flag: the default run has it off",
         ),
         Example.script("""
             import torch

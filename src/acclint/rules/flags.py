@@ -43,6 +43,32 @@ def off_by_default(ctx: ProgramContext, guard: FlagGuard) -> Optional[Declared]:
     return found[0]
 
 
+def passed_by_launch(ctx: ProgramContext, guard: FlagGuard, default: Declared) -> bool:
+    """Whether a launch script of the program passes the flag (so the guarded code runs)."""
+    passed = set()
+    for _, launch in ctx.program.launches:
+        passed.update(launch.flags())
+    option = default.option.lstrip("-")
+    return bool({option, option.replace("_", "-"), guard.dotted.rsplit(".", 1)[1]} & passed)
+
+
+def opt_in_guard(ctx: ProgramContext, guards: tuple) -> Optional[tuple]:
+    """(guard, declaration) of the first guard that keeps code from running in a default launch of
+    the program: off by default and passed by none of its launch scripts; None when it runs."""
+    for guard in guards:
+        default = off_by_default(ctx, guard)
+        if default is not None and not passed_by_launch(ctx, guard, default):
+            return guard, default
+    return None
+
+
+def runs_only_when(what: str, guard: FlagGuard, default: Declared) -> str:
+    """"X runs only when args.seed is not None, and `--seed` defaults to None (train.py:7)"."""
+    test = "is not None" if guard.form == "not-none" else "is true"
+    spelled = f"`{default.option}`" if default.is_flag else f"the config field `{default.option}`"
+    return f"{what} runs only when {guard.dotted} {test}, and {spelled} defaults to {default.default!r} ({default.where})"
+
+
 def _off(default: object, form: str) -> bool:
     if default is NOT_LITERAL:
         return False

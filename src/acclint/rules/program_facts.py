@@ -12,7 +12,7 @@ from acclint.linter.context import ProgramContext
 from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWrite, FlagGuard
 from acclint.linter.models import builds_weights
 from acclint.linter.project import Program, Step
-from acclint.rules.flags import OffByDefault, off_by_default
+from acclint.rules.flags import OffByDefault, off_by_default, opt_in_guard
 from acclint.rules.memo import per_program
 
 
@@ -43,6 +43,16 @@ class OptionalSeed:
     default: OffByDefault
 
 
+@dataclass(frozen=True)
+class OptInSetting:
+    """A setting that switches an effect on only when a flag or config field, off by default and
+    passed by no launch script, is given (`if args.deterministic:` with `--deterministic` store_true)."""
+
+    source: Source
+    guard: FlagGuard
+    default: OffByDefault
+
+
 @dataclass
 class ProgramFacts:
     seeded: dict = field(default_factory=dict)  # generator -> Source (first seeding)
@@ -55,6 +65,8 @@ class ProgramFacts:
     # and the generators some seeding call covers whatever the flags.
     optional_seeds: list = field(default_factory=list)
     always_seeded: set = field(default_factory=set)
+    # Effects switched on only behind such a flag: effect -> OptInSetting (the default run lacks them).
+    optional_effects: dict = field(default_factory=dict)
 
 
 def program_facts(ctx: ProgramContext) -> ProgramFacts:
@@ -72,17 +84,22 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
     caller_guards: dict = {}  # depth -> guards in force at the latest call of that depth
     for step in program.flow:
         fact = step.fact
+        if not isinstance(fact, (Call, Assignment, EnvWrite)):
+            continue
+        inherited = caller_guards.get(step.depth - 1, ()) if step.depth and fact.scope != MODULE_SCOPE else ()
+        guards = inherited + fact.flag_guards
+        opt_in = opt_in_guard(ctx, guards) if guards else None
         if isinstance(fact, Call):
-            inherited = caller_guards.get(step.depth - 1, ()) if step.depth and fact.scope != MODULE_SCOPE else ()
-            guards = caller_guards[step.depth] = inherited + fact.flag_guards
-            _seeding_call(ctx, step, fact, guards, out)
-            _determinism_call(step, fact, out)
+            caller_guards[step.depth] = guards
+            _seeding_call(ctx, step, fact, guards, opt_in, out)
+            _record_setting(step, opt_in, out)
             _usage(step, fact, out)
             models.see(step, fact)
         elif isinstance(fact, Assignment):
-            _determinism_assignment(step, fact, out)
-        elif isinstance(fact, EnvWrite):
-            _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out)
+            _record_setting(step, opt_in, out)
+        else:
+            _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out,
+                 opt_in)
     out.first_model = models.first
     for shell, launch in program.launches:
         for name, assignment in launch.effective_env().items():  # exports in force when it launches
@@ -99,7 +116,8 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
 # -- seeding ---------------------------------------------------------------------------------
 
 
-def _seeding_call(ctx: ProgramContext, step: Step, call: Call, guards: tuple, out: ProgramFacts) -> None:
+def _seeding_call(ctx: ProgramContext, step: Step, call: Call, guards: tuple, opt_in: Optional[tuple],
+                  out: ProgramFacts) -> None:
     seeders = table("seeding")["seeders"]
     for name in call.names:
         entry = seeders.get(name)
@@ -107,13 +125,13 @@ def _seeding_call(ctx: ProgramContext, step: Step, call: Call, guards: tuple, ou
             source = Source(step=step, what=name)
             _record_seeding(ctx, step, guards, frozenset(entry.get("covers", ())), source, out)
             for effect in entry.get("effects", []):
-                out.effects.setdefault(effect, source)
+                _set(out, effect, True, source, opt_in)
             conditional = entry.get("when_true")
             if conditional:
                 arg = call.arg(conditional["keyword"], conditional["position"])
                 if arg is not None and arg.value.literal is not False and arg.value.literal is not None:
                     for effect in conditional["effects"]:
-                        out.effects.setdefault(effect, source)
+                        _set(out, effect, True, source, opt_in)
             return
     unseen = _unseen_helper(ctx, step, call)
     if unseen is not None:
@@ -209,36 +227,32 @@ def determinism_setting(fact) -> Optional[tuple]:
     return (effect, switch, what) if switch is not None else None
 
 
-def _determinism_call(step: Step, call: Call, out: ProgramFacts) -> None:
-    _record_setting(step, out)
-
-
-def _determinism_assignment(step: Step, assignment: Assignment, out: ProgramFacts) -> None:
-    _record_setting(step, out)
-
-
-def _record_setting(step: Step, out: ProgramFacts) -> None:
+def _record_setting(step: Step, opt_in: Optional[tuple], out: ProgramFacts) -> None:
     setting = determinism_setting(step.fact)
     if setting is not None:
         effect, on, what = setting
-        _set(out, effect, on, Source(step=step, what=what))
+        _set(out, effect, on, Source(step=step, what=what), opt_in)
 
 
-def _set(out: ProgramFacts, effect: str, on: Optional[bool], source: Source) -> None:
+def _set(out: ProgramFacts, effect: str, on: Optional[bool], source: Source, opt_in: Optional[tuple] = None) -> None:
+    """Record a setting. One that switches an effect on behind an opt-in flag does not make the
+    default run have it: it is kept apart, for the rules to say so at its line."""
     if on is None:
+        return
+    if on and opt_in is not None:
+        out.optional_effects.setdefault(effect, OptInSetting(source, *opt_in))
         return
     (out.effects if on else out.effects_off).setdefault(effect, source)
 
 
-def _env(name: str, value: Optional[str], source: Source, env_table: dict, out: ProgramFacts) -> None:
+def _env(name: str, value: Optional[str], source: Source, env_table: dict, out: ProgramFacts,
+         opt_in: Optional[tuple] = None) -> None:
     known = env_table.get(name)
     if known is None:
         return
     accepted = known["on"]
-    if value is None or "*" in accepted and value.lower() != "random" or value.strip().lower() in accepted:
-        out.effects.setdefault(known["effect"], source)
-    else:
-        out.effects_off.setdefault(known["effect"], source)
+    on = value is None or "*" in accepted and value.lower() != "random" or value.strip().lower() in accepted
+    _set(out, known["effect"], on, source, opt_in)
 
 
 # -- what the program uses -------------------------------------------------------------------

@@ -12,6 +12,7 @@ from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, at_entry_start, where
 from acclint.rules.program_facts import ProgramFacts, first_model_label
+from acclint.rules.flags import passed_by_launch, runs_only_when
 
 
 def _uncalled_seeders(ctx: ProgramContext, facts: ProgramFacts) -> list:
@@ -839,9 +840,6 @@ class SeedBehindOptionalFlag(ProgramRule):
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
-        passed = set()
-        for _, launch in ctx.program.launches:
-            passed.update(launch.flags())
         by_guard: dict = {}  # guard -> (first OptionalSeed, generators it leaves unseeded)
         for optional in facts.optional_seeds:
             first, covers = by_guard.get(optional.guard, (optional, set()))
@@ -849,15 +847,12 @@ class SeedBehindOptionalFlag(ProgramRule):
         labels = table("seeding")["generator_labels"]
         for guard, (first, unseeded) in by_guard.items():
             default = first.default
-            option = default.option.lstrip("-")
-            if not unseeded or {option, option.replace("_", "-"), guard.dotted.rsplit(".", 1)[1]} & passed:
+            if not unseeded or passed_by_launch(ctx, guard, default):
                 continue
-            test = "is not None" if guard.form == "not-none" else "is true"
-            spelled = f"`{default.option}`" if default.is_flag else f"the config field `{default.option}`"
             names = ", ".join(sorted(labels.get(g, g) for g in unseeded))
             ctx.report(self, first.source.step.file, first.source.step.fact.node,
-                       f"{first.source.what} runs only when {guard.dotted} {test}, and {spelled} defaults to "
-                       f"{default.default!r} ({default.where}): a run started without it leaves {names} unseeded.",
+                       f"{runs_only_when(first.source.what, guard, default)}: a run started without it "
+                       f"leaves {names} unseeded.",
                        fix=(f"pass {default.option} <seed> in every launch command, or give it a default"
                             if default.is_flag else f"set {default.option} in the config, or give it a default"))
 
