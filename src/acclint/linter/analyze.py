@@ -14,6 +14,7 @@ from acclint.linter.configs import read_config
 from acclint.linter.context import FileContext, Sink
 from acclint.linter.discovery import kind_of
 from acclint.linter.facts import FileFacts
+from acclint.linter.frameworks import applies, file_frameworks
 from acclint.linter.positions import node_locations
 from acclint.linter.project import ShellFacts
 from acclint.linter.roles import test_nodes
@@ -63,8 +64,10 @@ def _analyze_python(abspath: str, display: str, text: str, rules: list) -> FileO
     facts.test_nodes = test_nodes(facts)
     sink = Sink()
     context = FileContext(facts, sink)
+    frameworks = file_frameworks(facts)
     for rule in rules:
-        rule.check_file(context)
+        if applies(rule, frameworks):
+            rule.check_file(context)
     return FileOutcome(display, facts=facts, findings=sink.findings)
 
 

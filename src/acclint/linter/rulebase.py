@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Iterable, Mapping
+from typing import TYPE_CHECKING, ClassVar, Iterable, Mapping, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from acclint.linter.context import FileContext, ProgramContext
@@ -90,6 +90,9 @@ class Rule:
     invalid: ClassVar[tuple[Example, ...]] = ()
     # "stable" or "preview" (new rules): linter.maturity lets measured precision overrule it.
     maturity: ClassVar[str] = "stable"
+    # The tensor framework whose semantics the per-file checks assume ("torch"); None = any.
+    # A file written against another framework only is not judged by them (linter.frameworks).
+    tensor_framework: ClassVar[Optional[str]] = None
 
     def check_file(self, ctx: "FileContext") -> None:
         """Per-file checks over the file's recorded facts."""

@@ -26,6 +26,7 @@ _COLLECTIVES = frozenset(
 class ContiguityRule(Rule):
     category = "contiguity"
     severity = "warning"
+    tensor_framework = "torch"  # strides and views are torch's; mindspore.Tensor.view is a reshape
     fix_text: ClassVar[str] = "add `.contiguous()` after the transpose"
 
     def matches(self, ctx: FileContext, event: LayoutEvent) -> str:
@@ -90,6 +91,15 @@ class TransposedView(ContiguityRule):
                 q = q.transpose(0, 1)  # back to the original layout
                 return q.view(*q.shape[:2], -1)
         """, "contiguous first, reshape, a dtype view, a transpose undone"),
+        Example.script("""
+            from mindspore import nn, ops
+
+
+            class SarHead(nn.Cell):
+                def construct(self, attn, w):
+                    attn = attn.transpose((0, 1, 3, 2))
+                    return ops.softmax(attn.view((-1, w)), axis=-1)
+        """, "MindSpore code: mindspore.Tensor.view is a reshape and never depends on strides"),
     )
 
     def matches(self, ctx: FileContext, event: LayoutEvent) -> str:

@@ -1,0 +1,29 @@
+"""The framework a file's tensors belong to, from what it imports (knowledge/frameworks.toml).
+
+Rules that hold for one framework's semantics declare it (`Rule.tensor_framework`); the engine
+runs their per-file checks only on files that are not written against another framework alone.
+"""
+
+from __future__ import annotations
+
+from acclint.knowledge import table
+from acclint.linter.facts import FileFacts
+
+
+def file_frameworks(facts: FileFacts) -> frozenset:
+    """Tensor frameworks whose packages the file imports (e.g. {"mindspore"})."""
+    packages = table("frameworks")["packages"]
+    found = set()
+    for qualified in facts.bindings.values():
+        for name in qualified:
+            framework = packages.get(name.split(".", 1)[0])
+            if framework:
+                found.add(framework)
+    return frozenset(found)
+
+
+def applies(rule, frameworks: frozenset) -> bool:
+    """Whether `rule` judges a file importing `frameworks`: always, unless the rule is about one
+    framework and the file is written against others only."""
+    wanted = getattr(rule, "tensor_framework", None)
+    return wanted is None or not frameworks or wanted in frameworks
