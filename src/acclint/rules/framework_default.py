@@ -8,10 +8,12 @@ from functools import lru_cache
 from typing import ClassVar, Optional
 
 from acclint.knowledge import table
-from acclint.linter.context import FileContext
+from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
+from acclint.rules.base import ProgramRule
 from acclint.rules.flow import calls_named, calls_with_method
+from acclint.rules.program_facts import ProgramFacts
 
 
 @lru_cache(maxsize=None)
@@ -369,14 +371,17 @@ class SgdLearningRate(MindSporeDefault):
     """),)
 
 
-class TrainedWithoutSetTrain(Rule):
+class TrainedWithoutSetTrain(ProgramRule):
     code = "ACL710"
     name = "mindspore-cell-without-set-train"
     category = "framework-default"
     severity = "warning"
-    summary = "A MindSpore training cell or gradient function in a file that never calls set_train()"
+    summary = "A MindSpore training cell or gradient function in a program that never calls set_train()"
+    frameworks = ("mindspore",)
     doc = _doc("Reports `nn.TrainOneStepCell(...)` (and the loss-scale variant) or `mindspore.value_and_grad` / "
-               "`grad` / `GradOperation` in a file that never calls `.set_train()` / `.set_train(True)`.",
+               "`grad` / `GradOperation` in a training program none of whose files calls `.set_train()` / "
+               "`.set_train(True)` (the entry script may switch the mode before building the cell in a helper "
+               "module).",
                "MindSpore Cells start in **inference** mode (PyTorch modules start in **training** mode): without "
                "`set_train()` Dropout is a no-op and BatchNorm uses its moving statistics, so the NPU run trains "
                "another network than the GPU run. `Model.train` switches the mode itself; hand-written loops do not.",
@@ -403,19 +408,47 @@ class TrainedWithoutSetTrain(Rule):
         train_net.set_train()
         for data, label in [(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))]:
             train_net(data, label)
-    """),)
+    """), Example({
+        "train.py": """
+            import mindspore as ms
+            from mindspore import nn
 
-    def check_file(self, ctx: FileContext) -> None:
-        facts = ctx.facts
-        # Built inside a Cell (a custom TrainOneStepCell's __init__): the script that runs it sets the mode.
-        wrappers = [c for c in calls_named(facts, frozenset(_entry("set_train")["wrappers"]))
-                    if getattr(facts.functions.get(c.scope), "owner", None) is None]
-        if not wrappers or _sets_train(facts):
+            from steps import build_step
+
+            net = nn.SequentialCell(nn.Dense(8, 8), nn.Dropout(p=0.1))
+            net.set_train()
+            step = build_step(net)
+            for data, label in [(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))]:
+                step(data, label)
+        """,
+        "steps.py": """
+            from mindspore import nn
+
+
+            def build_step(net):
+                loss_net = nn.WithLossCell(net, nn.MSELoss())
+                opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+                return nn.TrainOneStepCell(loss_net, opt)
+        """,
+    }, "the entry script sets the mode; a helper module builds the step cell"))
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        # Whether the mode is set is a fact of the whole program, not of the file building the cell.
+        files = ctx.program.files
+        if any(_sets_train(file) for file in files):
             return
-        first = wrappers[0]
-        ctx.report(self, first.node, f"`{first.callee}` trains a Cell, but this file never calls set_train(): "
-                   "MindSpore Cells start in inference mode (Dropout off, BatchNorm frozen), PyTorch modules in "
-                   "training mode.", fix="net.set_train() before the training loop")
+        names = frozenset(_entry("set_train")["wrappers"])
+        for file in files:
+            # Built inside a Cell (a custom TrainOneStepCell's __init__): whoever runs that Cell sets the mode.
+            wrappers = [c for c in calls_named(file, names)
+                        if getattr(file.functions.get(c.scope), "owner", None) is None]
+            if wrappers:
+                first = wrappers[0]
+                ctx.report(self, file, first.node, f"`{first.callee}` trains a Cell, but the program started by "
+                           f"{ctx.program.entry.path} never calls set_train(): MindSpore Cells start in inference "
+                           "mode (Dropout off, BatchNorm frozen), PyTorch modules in training mode.",
+                           fix="net.set_train() before the training loop")
+                return
 
 
 def _sets_train(facts: FileFacts) -> bool:
