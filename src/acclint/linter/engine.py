@@ -96,7 +96,8 @@ def _filter(sink: Sink, config: Config, given: set) -> list:
     helper, a module-level line) is reported once, saying how many; a per-file finding stands for
     any program finding of the same rule on the same line."""
     per_file, seen = [], set()
-    places: dict = {}  # (rule, path, line, column) -> (finding, entry points in order)
+    # A place is a line: two calls of one rule on one line (`a.glob(..) + b.glob(..)`) are one finding.
+    places: dict = {}  # (rule, path, line) -> (finding, entry points in order)
     for finding, table, program in sink.findings:
         if finding.path not in given or is_suppressed(table, finding.rule, finding.line, finding.end_line):
             continue
@@ -104,16 +105,16 @@ def _filter(sink: Sink, config: Config, given: set) -> list:
         if finding is None:
             continue
         if program is None:
-            key = (finding.rule, finding.path, finding.line, finding.column, finding.message)
+            key = (finding.rule, finding.path, finding.line, finding.message)
             if key not in seen:
                 seen.add(key)
                 per_file.append(finding)
             continue
-        place = places.setdefault((finding.rule, finding.path, finding.line, finding.column), (finding, {}))
+        place = places.setdefault((finding.rule, finding.path, finding.line), (finding, {}))
         place[1][program] = None
     explicit = {(f.rule, f.path, f.line): index for index, f in enumerate(per_file)}
     out = per_file
-    for (rule, path, line, _), (finding, programs) in places.items():
+    for (rule, path, line), (finding, programs) in places.items():
         index = explicit.get((rule, path, line))
         if index is not None:
             # The per-file finding stands, unless the program knows more that makes it graver
