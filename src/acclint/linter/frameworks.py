@@ -10,13 +10,16 @@ from acclint.knowledge import table
 from acclint.linter.facts import FileFacts
 
 
-def file_frameworks(facts: FileFacts) -> frozenset:
-    """Tensor frameworks whose packages the file imports (e.g. {"mindspore"})."""
-    packages = table("frameworks")["packages"]
+def file_frameworks(facts: FileFacts, *, libraries: bool = False) -> frozenset:
+    """Tensor frameworks whose packages the file imports (e.g. {"mindspore"}); with `libraries`,
+    also those of the training libraries it imports (transformers trains with torch)."""
+    known = dict(table("frameworks")["packages"])
+    if libraries:
+        known.update(table("frameworks")["libraries"])
     found = set()
     for qualified in facts.bindings.values():
         for name in qualified:
-            framework = packages.get(name.split(".", 1)[0])
+            framework = known.get(name.split(".", 1)[0])
             if framework:
                 found.add(framework)
     return frozenset(found)

@@ -8,6 +8,7 @@ from typing import ClassVar, Iterator, Optional
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.edits import Fix, InsertStatement, SetArgument, unsafe_fix
 from acclint.linter.facts import FileFacts
+from acclint.linter.frameworks import applies
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Rule
 from acclint.rules.flags import runs_only_when
@@ -54,6 +55,8 @@ class ProgramRule(Rule):
         facts = program_facts(ctx)
         if self.frameworks and not facts.imports & set(self.frameworks):
             return
+        if not applies(self, facts.frameworks):
+            return  # the program trains with another framework (`tensor_framework`)
         self.check(ctx, facts)
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:

@@ -24,6 +24,7 @@ class DeterministicAlgorithmsOff(EffectRule):
     severity = "warning"
     summary = "torch.use_deterministic_algorithms(True) is not switched on"
     frameworks = ("torch",)
+    tensor_framework = "torch"
     effect = "deterministic-algorithms"
     off_consequence = "nondeterministic kernels make two runs of the same side differ."
     switch_on = {"torch.use_deterministic_algorithms": ("mode", 0, "True")}
@@ -243,6 +244,7 @@ class CudnnDeterministicUnset(ExplicitRule, ProgramRule):
     severity = "warning"
     summary = "cuDNN layers on CUDA without cudnn.deterministic = True"
     frameworks = ("torch",)
+    tensor_framework = "torch"
     doc = RuleDoc(
         what="Reports `torch.backends.cudnn.deterministic = False` wherever it is written, and the first cuDNN-backed "
         "layer (convolutions, RNNs) of a program that runs on CUDA when neither "
@@ -314,6 +316,7 @@ class CublasWorkspaceMissing(ProgramRule):
     severity = "warning"
     summary = "Deterministic algorithms on CUDA without CUBLAS_WORKSPACE_CONFIG"
     frameworks = ("torch",)
+    tensor_framework = "torch"
     doc = RuleDoc(
         what="Reports `torch.use_deterministic_algorithms(True)` in a program that runs on CUDA when "
         "`CUBLAS_WORKSPACE_CONFIG` is set neither in the program (before CUDA starts) nor in its launch script.",
@@ -661,6 +664,7 @@ class MindSporeDeterministicOff(EffectRule):
     severity = "warning"
     summary = "MindSpore deterministic computing is not switched on"
     frameworks = ("mindspore",)
+    tensor_framework = "mindspore"
     effect = "mindspore-deterministic"
     off_consequence = "Ascend kernels and collectives use nondeterministic implementations."
     switch_on = {"mindspore.set_context": ("deterministic", None, '"ON"'),
@@ -730,6 +734,7 @@ class DataLoaderShuffleUnseeded(ProgramRule):
     severity = "warning"
     summary = "DataLoader(shuffle=True) without its own seeded generator in a seeded program"
     frameworks = ("torch",)
+    tensor_framework = "torch"
     doc = RuleDoc(
         what="Reports `DataLoader(..., shuffle=True)` without `generator=` in a program that otherwise seeds torch.",
         why="The sampler then draws its permutation seed from the global torch generator at the moment the "
@@ -789,6 +794,7 @@ class DataLoaderWorkersUnseeded(ProgramRule):
     severity = "info"
     summary = "DataLoader workers seeded from the global generator"
     frameworks = ("torch",)
+    tensor_framework = "torch"
     doc = RuleDoc(
         what="Reports `DataLoader(num_workers>0)` with neither `generator=` nor `worker_init_fn=` in a seeded "
         "program that draws from Python's or NumPy's generator.",

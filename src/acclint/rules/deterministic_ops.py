@@ -176,6 +176,7 @@ class DeterministicOpRaises(ProgramRule):
     severity = "warning"
     summary = "an op that raises RuntimeError on CUDA once torch.use_deterministic_algorithms(True) is on"
     frameworks = ("torch",)
+    tensor_framework = "torch"
     doc = RuleDoc(
         what="In a CUDA training program that calls `torch.use_deterministic_algorithms(True)` without "
         "`warn_only=True`, reports each use of an op that has no deterministic CUDA kernel: module classes "

@@ -378,6 +378,7 @@ class TrainedWithoutSetTrain(ProgramRule):
     severity = "warning"
     summary = "A MindSpore training cell or gradient function in a program that never calls set_train()"
     frameworks = ("mindspore",)
+    tensor_framework = "mindspore"
     doc = _doc("Reports `nn.TrainOneStepCell(...)` (and the loss-scale variant) or `mindspore.value_and_grad` / "
                "`grad` / `GradOperation` in a training program none of whose files calls `.set_train()` / "
                "`.set_train(True)` (the entry script may switch the mode before building the cell in a helper "
@@ -430,13 +431,24 @@ class TrainedWithoutSetTrain(ProgramRule):
                 opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
                 return nn.TrainOneStepCell(loss_net, opt)
         """,
-    }, "the entry script sets the mode; a helper module builds the step cell"))
+    }, "the entry script sets the mode; a helper module builds the step cell"), Example.script("""
+        import mindspore as ms
+        from mindspore import nn
+
+        net = nn.SequentialCell(nn.Dense(8, 8), nn.Dropout(p=0.1))
+        loss_net = nn.WithLossCell(net, nn.MSELoss())
+        opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+        train_net = nn.TrainOneStepCell(loss_net, opt)
+        model = ms.train.Model(train_net)
+        model.train(1, [(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))])
+    """, "handed to mindspore.train.Model, whose train() sets the mode"))
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         # Whether the mode is set is a fact of the whole program, not of the file building the cell.
         files = ctx.program.files
-        if any(_sets_train(file) for file in files):
-            return
+        model_api = frozenset(_entry("set_train")["sets_mode"])
+        if any(_sets_train(file) or calls_named(file, model_api) for file in files):
+            return  # set_train() somewhere in the program, or a mindspore.train.Model that sets it itself
         names = frozenset(_entry("set_train")["wrappers"])
         for file in files:
             # Built inside a Cell (a custom TrainOneStepCell's __init__): whoever runs that Cell sets the mode.

@@ -11,7 +11,8 @@ from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWrite, FlagGuard
 from acclint.linter.models import builds_weights
-from acclint.linter.project import Program, Step
+from acclint.linter.frameworks import file_frameworks
+from acclint.linter.project import Program, Step, is_training_marker
 from acclint.rules.flags import OffByDefault, off_by_default, opt_in_guard
 from acclint.rules.memo import per_program
 
@@ -60,6 +61,9 @@ class ProgramFacts:
     effects_off: dict = field(default_factory=dict)  # effect -> Source that switches it off
     uses: dict = field(default_factory=dict)  # usage -> Step showing it
     imports: set = field(default_factory=set)  # top-level packages imported by reached files
+    # The tensor frameworks it trains with: those its entry script and the files holding its training
+    # steps import (a MindSpore script that reaches a library written against torch trains with MindSpore).
+    frameworks: frozenset = frozenset()
     first_model: Optional[Step] = None
     # Seeding that the default run skips (`if args.seed is not None:` with --seed defaulting to None),
     # and the generators some seeding call covers whatever the flags.
@@ -101,6 +105,7 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
             _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out,
                  opt_in)
     out.first_model = models.first
+    out.frameworks = _training_frameworks(program)
     for shell, launch in program.launches:
         for name, assignment in launch.effective_env().items():  # exports in force when it launches
             _env(name, assignment.value, Source(shell_span=assignment.span, what=f"export {name}={assignment.raw}"),
@@ -111,6 +116,15 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
                 for effect in known["effects"]:
                     out.effects.setdefault(effect, Source(shell_span=value.span, what=f"--{flag}"))
     return out
+
+
+def _training_frameworks(program: Program) -> frozenset:
+    files = {program.entry.abspath: program.entry}
+    files.update((step.file.abspath, step.file) for step in program.flow if is_training_marker(step.fact))
+    found: frozenset = frozenset()
+    for file in files.values():
+        found |= file_frameworks(file, libraries=True)
+    return found
 
 
 # -- seeding ---------------------------------------------------------------------------------

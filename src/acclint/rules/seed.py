@@ -250,6 +250,7 @@ class UnseededTorch(UnseededGenerator):
     severity = "warning"
     summary = "torch's generators (CPU and CUDA/NPU) are never seeded by the training entry point"
     frameworks = ("torch",)
+    tensor_framework = "torch"
     generator, label, used_by, seed_call = "torch-cpu", "torch's CPU generator", "", "torch.manual_seed(seed)"
     seed_statement = ("torch.manual_seed(0)", "torch")
     doc = RuleDoc(
@@ -288,6 +289,30 @@ class UnseededTorch(UnseededGenerator):
                 m = t.nn.Linear(8, 2)
                 m(t.ones(8)).sum().backward()
         """, "seeded through an alias"),
+        Example(
+            {
+                "train.py": """
+                    import mindspore as ms
+                    from mindspore import nn
+
+                    from mylib.utils import to_numpy
+
+                    ms.set_seed(0)
+                    net = nn.Dense(3, 1)
+                    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
+                    print(to_numpy(net.weight))
+                """,
+                "mylib/__init__.py": "",
+                "mylib/utils.py": """
+                    import torch
+
+
+                    def to_numpy(tensor):
+                        return torch.as_tensor(tensor.asnumpy()).numpy()
+                """,
+            },
+            "a MindSpore program that reaches a helper importing torch: it trains with MindSpore",
+        ),
         Example(
             {
                 "pretrain_gpt.py": """
@@ -373,6 +398,7 @@ class UnseededMindSpore(UnseededGenerator):
     severity = "warning"
     summary = "MindSpore's global seed is never set by the training entry point"
     frameworks = ("mindspore",)
+    tensor_framework = "mindspore"
     generator, label, used_by, seed_call = "mindspore", "MindSpore's global seed", "", "mindspore.set_seed(seed)"
     seed_statement = ("mindspore.set_seed(0)", "mindspore")
     doc = RuleDoc(
@@ -478,6 +504,7 @@ class DeviceSeedCurrentOnly(ProgramRule):
     severity = "warning"
     summary = "Only the current CUDA/NPU device is seeded in a multi-device program"
     frameworks = ("torch",)
+    tensor_framework = "torch"
     doc = RuleDoc(
         what="Reports `torch.cuda.manual_seed` / `torch.npu.manual_seed` (current device only) in a distributed "
         "or multi-device program that never calls `torch.manual_seed` or `manual_seed_all`.",
