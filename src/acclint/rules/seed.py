@@ -313,6 +313,18 @@ class UnseededTorch(UnseededGenerator):
             },
             "a MindSpore program that reaches a helper importing torch: it trains with MindSpore",
         ),
+        Example.script("""
+            from transformers import AutoConfig, AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+            def model_init():
+                return AutoModelForCausalLM.from_config(AutoConfig.for_model("gpt2", n_layer=1))
+
+
+            if __name__ == "__main__":
+                trainer = Trainer(model_init=model_init, args=TrainingArguments(output_dir="out", seed=1234))
+                trainer.train()
+        """, "a Hugging Face Trainer seeds when it is constructed (TrainingArguments.seed)"),
         Example(
             {
                 "pretrain_gpt.py": """
