@@ -103,7 +103,8 @@ def _fix_choice(ctx, param, value):
 @click.option("--color/--no-color", default=None,
               help="Colour text output [default: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it].")
 @click.option("--fix/--no-fix", "apply_fix", default=None, callback=_fix_choice,
-              help="Apply safe fixes in place and report what remains; --no-fix cancels `fix = true` or an earlier --fix.")
+              help="Apply safe fixes in place and report what remains; "
+                   "--no-fix cancels `fix = true` or an earlier --fix.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: apply unsafe fixes too (they change results).")
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print the fixes as a unified diff instead of writing them; exit 1 when there are any.")

@@ -37,7 +37,8 @@ def analyze_file(abspath: str, display: str, rules: list, data: Optional[bytes] 
     """`data`: the file's bytes when they do not come from disk (stdin), else None."""
     path = Path(abspath)
     kind = kind_of(path)
-    source = read_source(path, python=kind == "python") if data is None else decode_source(data, python=kind == "python")
+    python = kind == "python"
+    source = read_source(path, python=python) if data is None else decode_source(data, python=python)
     if source.text is None:
         return FileOutcome(display, error=source.error, skip=source.skip)
     try:
