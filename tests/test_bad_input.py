@@ -187,7 +187,7 @@ def test_folder_of_bad_inputs(world_dir, self_loop):
 
     proc = run_acclint_unprivileged(["scan", "project", "--format", "json", "--jobs", "1"], cwd=world_dir)
     assert_no_traceback(proc)
-    assert proc.returncode == 1, proc.stdout + proc.stderr  # from the finding in train.py only
+    assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
     by_path = entries(report)
     print(json.dumps({k: v for k, v in report.items() if k != "findings"}, indent=1))
@@ -198,11 +198,14 @@ def test_folder_of_bad_inputs(world_dir, self_loop):
     # Nothing else produced a finding: not the big file, the empty file or the shell script.
     assert {f["path"] for f in report["findings"]} <= {"project/train.py"}
 
+    codes = {error["path"]: error["code"] for error in report["errors"]}
     kind, message = by_path.pop("project/syntax_error.py")
     assert kind == "error" and re.match(r"syntax error at line \d+", message), message
+    assert codes["project/syntax_error.py"] == "E999"
 
     kind, message = by_path.pop("project/latin1_no_cookie.py")
     assert kind == "error" and "utf-8" in message.lower(), message
+    assert codes["project/latin1_no_cookie.py"] == "E902"
 
     kind, reason = by_path.pop("project/x.py")
     assert kind == "skipped" and "binary" in reason.lower()
@@ -212,6 +215,7 @@ def test_folder_of_bad_inputs(world_dir, self_loop):
 
     kind, message = by_path.pop("project/unreadable.py")
     assert kind == "error" and "permission" in message.lower(), message
+    assert codes["project/unreadable.py"] == "E902"
 
     # Symlinks: two folder loops, the dangling link (and the self-loop) are skipped. The exact
     # path shown for a link is the subject of test_skipped_symlink_is_reported_under_its_own_path.
@@ -232,22 +236,26 @@ def test_nonexistent_path_is_an_error_entry(tmp_path):
     proc = run_acclint(["scan", "missing.py", "no_such_dir", "train.py", "--format", "json",
                         "--select", "ACL202"], cwd=tmp_path)
     assert_no_traceback(proc)
-    assert proc.returncode == 1  # the finding, not the missing paths
+    assert proc.returncode == 1
     report = json.loads(proc.stdout)
-    assert report["files_scanned"] == 1
+    assert report["files_scanned"] == 1  # the other files are still scanned
     assert [f["rule"] for f in report["findings"]] == ["ACL202"]
     errors = {e["path"]: e["message"] for e in report["errors"]}
     assert set(errors) == {"missing.py", "no_such_dir"}
     assert all("no such file" in m.lower() for m in errors.values()), errors
+    assert {e["code"] for e in report["errors"]} == {"E902"}
 
 
-def test_only_a_nonexistent_path_exits_0(tmp_path):
+def test_only_a_nonexistent_path_exits_1(tmp_path):
+    """A typo in a CI job's path must fail the job, not pass it with nothing scanned."""
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     proc = run_acclint(["scan", "missing.py", "--format", "json"], cwd=tmp_path)
     assert_no_traceback(proc)
-    assert proc.returncode == 0  # no findings; the exit code follows findings only
+    assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     assert report["files_scanned"] == 0 and [e["path"] for e in report["errors"]] == ["missing.py"]
+    assert report["errors"][0]["code"] == "E902"
+    assert run_acclint(["scan", "missing.py", "--exit-zero"], cwd=tmp_path).returncode == 0
 
 
 def test_shell_script_with_syntax_errors_is_scanned(tmp_path):
@@ -297,9 +305,11 @@ def test_syntax_error_line_number(tmp_path, source, line):
     assert python_says.value.lineno == line
     proc = run_acclint(["scan", "bad.py", "--format", "json"], cwd=tmp_path)
     assert_no_traceback(proc)
+    assert proc.returncode == 1
     report = json.loads(proc.stdout)
     [error] = report["errors"]
     assert error["message"].startswith(f"syntax error at line {line}"), error["message"]
+    assert error["code"] == "E999"
 
 
 @pytest.mark.parametrize("bad_line, first_line", [
@@ -318,11 +328,11 @@ def test_non_utf8_file_error_mentions_utf8(tmp_path, bad_line, first_line):
     (tmp_path / "latin.py").write_bytes(b"\n".join(lines) + b"\n")
     proc = run_acclint(["scan", "latin.py", "--format", "json"], cwd=tmp_path)
     assert_no_traceback(proc)
-    assert proc.returncode == 0
+    assert proc.returncode == 1  # a file that cannot be decoded was not checked: CI must not pass
     report = json.loads(proc.stdout)
     assert report["files_scanned"] == 0
     [error] = report["errors"]
-    assert error["path"] == "latin.py"
+    assert error["path"] == "latin.py" and error["code"] == "E902"
     assert "utf-8" in error["message"].lower(), error["message"]
 
 

@@ -247,8 +247,8 @@ def test_json_shape(project):
         assert finding["rule"] in RULES
         assert finding["category"] == RULES[finding["rule"]].category
         assert finding["path"] == "train.py"
-    assert [list(e) for e in report["errors"]] == [["path", "message"]]
-    assert report["errors"][0]["path"] == "broken.py"
+    assert [list(e) for e in report["errors"]] == [["path", "message", "code"]]
+    assert report["errors"][0]["path"] == "broken.py" and report["errors"][0]["code"] == "E999"
     assert all(isinstance(v, str) for v in report["errors"][0].values())
     assert [list(s) for s in report["skipped"]] == [["path", "reason"]]
     assert report["skipped"][0]["path"] == "blob.py" and report["skipped"][0]["reason"]
@@ -341,9 +341,9 @@ def test_text_format_lines_and_summary(project):
     assert f"{warnings} warning" in match[2]
     assert "\x1b[" not in result.stdout
 
-    no_fix = invoke("scan", "train.py", "--no-fix", "--no-color")
-    assert "fix:" not in no_fix.stdout
-    assert no_fix.stdout.count("ACL202") == 1
+    hidden = invoke("scan", "train.py", "--hide-fix", "--no-color")
+    assert "fix:" not in hidden.stdout
+    assert hidden.stdout.count("ACL202") == 1
 
 
 def test_color_to_a_file_when_forced(project):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 
@@ -27,14 +29,20 @@ def _all_rules() -> list:
 
 
 class _LazyGroup(click.Group):
-    """Loads the runtime half's command only when asked for: it needs numpy, the scanner does not."""
+    """Loads the runtime half's command only when asked for: it needs numpy, the scanner does not.
+    Also answers to ruff's command names (`check` is `scan`)."""
 
     lazy = {"compare": ("acclint.runtime_checks.cli", "compare_command")}
+    aliases = {"check": "scan"}
 
     def list_commands(self, ctx):
-        return sorted([*super().list_commands(ctx), *self.lazy])
+        return sorted([*super().list_commands(ctx), *self.lazy, *self.aliases])
 
     def get_command(self, ctx, name):
+        if name in self.aliases:
+            alias = copy.copy(super().get_command(ctx, self.aliases[name]))
+            alias.name, alias.short_help = name, f"The same as `{self.aliases[name]}` (ruff's name)."
+            return alias
         if name not in self.lazy:
             return super().get_command(ctx, name)
         module, attribute = self.lazy[name]
@@ -62,21 +70,42 @@ def main() -> None:
     """Find the causes of GPU -> Ascend NPU / MindSpore accuracy divergence before they cost NPU hours."""
 
 
+def _fix_choice(ctx, param, value):
+    """--fix/--no-fix: the last one given wins (None: neither). --no-fix used to hide the fix text."""
+    if value is False:
+        click.echo("acclint: note: --no-fix now means 'apply no fixes' (as in ruff); "
+                   "the fix text is hidden with --hide-fix", err=True)
+    return value
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(SCAN_FORMATS), default="text", show_default=True)
+@click.option("--format", "--output-format", "fmt", type=click.Choice(SCAN_FORMATS), default="text",
+              show_default=True, help="Report format (--output-format: ruff's name).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report here.")
 @click.option("--select", multiple=True, help="Only these rule codes/prefixes or categories (comma-separated).")
+@click.option("--extend-select", multiple=True, help="Rules or categories to run in addition to those selected.")
 @click.option("--ignore", multiple=True, help="Skip these rule codes/prefixes or categories (comma-separated).")
 @click.option("--exclude", multiple=True, help="Glob of paths to skip (repeatable).")
+@click.option("--extend-exclude", multiple=True, help="Glob of paths to skip, in addition to --exclude (repeatable).")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None,
+              help="Skip files that .gitignore files ignore while walking folders [default: on].")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="pyproject.toml (or acclint.toml) to read [tool.acclint] from; default: the nearest pyproject.toml.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
               help="Lowest severity that makes the exit code 1 [default: warning].")
+@click.option("--exit-zero", is_flag=True,
+              help="Exit 0 even with findings or unreadable files (2 stays for usage and internal errors).")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings and exit 0.")
+@click.option("--stdin-filename", help="Read the text from stdin (path `-` or none) and report it under this name.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
-@click.option("--no-fix", is_flag=True, help="Text format: do not print the fix under each finding.")
-@click.option("--color/--no-color", default=None, help="Colour text output [default: when writing to a terminal].")
-@click.option("--fix", "apply_fix", is_flag=True, help="Apply safe fixes in place; report what remains.")
+@click.option("--hide-fix", is_flag=True, help="Text format: do not print the fix under each finding.")
+@click.option("--color/--no-color", default=None,
+              help="Colour text output [default: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it].")
+@click.option("--fix/--no-fix", "apply_fix", default=None, callback=_fix_choice,
+              help="Apply safe fixes in place and report what remains; "
+                   "--no-fix cancels `fix = true` or an earlier --fix.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: apply unsafe fixes too (they change results).")
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print the fixes as a unified diff instead of writing them; exit 1 when there are any.")
@@ -90,51 +119,104 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress display and no summaries on stderr.")
 @click.option("--preview/--no-preview", default=None,
               help="Also run preview rules (new, or measured under 90% precision) [default: preview in config, else off].")
-def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs, no_fix, color,
-         apply_fix, unsafe_fixes, show_diff, no_cache, cache_dir, baseline_path, write_baseline_path, quiet,
-         preview) -> None:
+def scan(paths, **options) -> None:
     """Lint training scripts, model code and launch scripts against the accuracy-migration checklist."""
+    from acclint.exit_codes import exit_status
+    from acclint.linter.stdin import read_stdin, wants_stdin
     from acclint.reports import render
+    from acclint.reports.color import color_enabled
+    from acclint.reports.statistics import render_statistics
 
+    o = SimpleNamespace(**options)
+    from_stdin = wants_stdin(paths, o.stdin_filename)
+    _check_usage(paths, o, from_stdin)
     rules = _all_rules()
-    config = _scan_config(paths, config_path, select, ignore, exclude, fail_on, {rule.code for rule in rules},
-                          preview)
+    anchors = [Path(o.stdin_filename)] if from_stdin and o.stdin_filename else ([] if from_stdin else list(paths))
+    config = _scan_config(anchors, o.config_path, o.select, o.ignore, o.exclude, o.fail_on,
+                          {rule.code for rule in rules}, extend_select=o.extend_select,
+                          extend_exclude=o.extend_exclude, respect_gitignore=o.respect_gitignore, preview=o.preview,
+                          fix=False if from_stdin else o.apply_fix)
     active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
-    cache = None if no_cache else _cache(cache_dir, config.source, active, config)
-    known = _load_baseline(baseline_path)
-    progress = for_scan(quiet=quiet, machine_output_on_stdout=output is None and fmt != "text")
-    notes = _Notes(quiet)
+    cache_root = None if o.no_cache else _cache_root(o.cache_dir, config.source)
+    to_terminal_stream = o.output is None and o.fmt == "text"
+    use_color = color_enabled(o.color, to_terminal_stream=to_terminal_stream, isatty=sys.stdout.isatty)
+    if o.show_settings:
+        _emit(_settings(config, active, paths, o, cache_root, use_color), None)
+        sys.exit(0)
+    stdin = read_stdin(getattr(sys.stdin, "buffer", sys.stdin), o.stdin_filename) if from_stdin else None
+    cache = None if cache_root is None else _cache(cache_root, active, config)
+    known = _load_baseline(o.baseline_path)
+    progress = for_scan(quiet=o.quiet, machine_output_on_stdout=o.output is None and o.fmt != "text")
+    notes = _Notes(o.quiet)
 
     def scan_once():
-        result = _run_scan(paths, active, config, jobs, cache=cache, progress=progress)
+        result = _run_scan(paths, active, config, o.jobs, cache=cache, progress=progress, stdin=stdin)
         progress.close()
         notes.full_result = result  # what --write-baseline records: everything found now
         if known is None:
             return result
         from acclint.baseline import new_findings
 
-        result, hidden = new_findings(result, baseline_path, known, Path.cwd())
+        result, hidden = new_findings(result, o.baseline_path, known, Path.cwd())
         notes.baseline_hidden = hidden
         return result
 
     try:
-        if show_diff:
-            _print_diff(scan_once(), unsafe_fixes)
-        result = _fix(scan_once, unsafe_fixes, notes) if apply_fix else scan_once()
+        if o.show_diff:
+            _print_diff(scan_once(), o.unsafe_fixes, o.exit_zero)
+        result = _fix(scan_once, o.unsafe_fixes, notes) if config.fix else scan_once()
     except Exception as exc:
         _internal_error(exc)
-    if write_baseline_path is not None:
-        _write_baseline(write_baseline_path, notes.full_result, notes)
-    use_color = color if color is not None else (output is None and fmt == "text" and sys.stdout.isatty())
-    report = render(result, fmt, rules, color=use_color, show_fix=not no_fix, base_dir=str(Path.cwd()),
-                    active_codes=frozenset(rule.code for rule in active), paths=tuple(map(str, paths)))
-    _emit(report, output, color=use_color)
+    if o.write_baseline_path is not None:
+        _write_baseline(o.write_baseline_path, notes.full_result, notes)
+    if o.statistics:
+        report = render_statistics(result, rules, o.fmt)
+    else:
+        report = render(result, o.fmt, rules, color=use_color, show_fix=not o.hide_fix, base_dir=str(Path.cwd()),
+                        active_codes=frozenset(rule.code for rule in active), paths=tuple(map(str, paths)))
+    _emit(report, o.output, color=use_color)
     notes.flush()
     failed = any(fails(config, finding.severity) for finding in result.findings)
-    sys.exit(1 if failed else 0)
+    sys.exit(exit_status(result, failed=failed, exit_zero=o.exit_zero))
 
 
-def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes, preview=None) -> Config:
+def _check_usage(paths, o, from_stdin: bool) -> None:
+    """Combinations that cannot work are usage errors (exit 2) before anything is read."""
+    from acclint.linter.stdin import stdin_usage_problem
+    from acclint.reports.statistics import STATISTICS_FORMATS
+
+    problem = stdin_usage_problem(paths, o.stdin_filename)
+    if problem is None and o.statistics and o.fmt not in STATISTICS_FORMATS:
+        problem = f"--statistics prints {' or '.join(STATISTICS_FORMATS)}, not {o.fmt}"
+    if problem is None and from_stdin and (o.apply_fix or o.show_diff):
+        problem = "--fix and --diff write files: they cannot be used on text read from stdin"
+    if problem is not None:
+        raise click.UsageError(problem)
+
+
+def _settings(config, active, paths, o, cache_root, use_color) -> str:
+    """--show-settings: what this command line resolves to, not only the config file."""
+    from acclint.reports.settings import render_settings
+
+    return render_settings(config, [rule.code for rule in active], {
+        "paths": [str(p) for p in paths] or ["."],
+        "stdin-filename": o.stdin_filename,
+        "output-format": o.fmt,
+        "output": str(o.output) if o.output is not None else None,
+        "exit-zero": o.exit_zero,
+        "statistics": o.statistics,
+        "unsafe-fixes": o.unsafe_fixes,
+        "hide-fix": o.hide_fix,
+        "cache-dir": str(cache_root) if cache_root is not None else None,
+        "cache": cache_root is not None,
+        "baseline": str(o.baseline_path) if o.baseline_path is not None else None,
+        "jobs": o.jobs,
+        "color": use_color,
+    })
+
+
+def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes, *, extend_select=(),
+                 extend_exclude=(), respect_gitignore=None, fix=None, preview=None) -> Config:
     """[tool.acclint] from the config file, overridden by the command line; bad values exit 2."""
     try:
         explicit = config_path is not None
@@ -142,20 +224,27 @@ def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes, pr
         config = load_config(config_file, explicit=explicit, known_codes=codes)
         return config.merged(
             select=validate_selectors(_split(select), codes, "--select"),
+            extend_select=validate_selectors(_split(extend_select), codes, "--extend-select"),
             ignore=validate_selectors(_split(ignore), codes, "--ignore"),
-            exclude=list(exclude),
+            exclude=[*exclude, *extend_exclude],
             fail_on=fail_on,
+            respect_gitignore=respect_gitignore,
+            fix=fix,
             preview=preview,
         )
     except ConfigError as exc:
         raise click.UsageError(str(exc))
 
 
-def _run_scan(paths, active, config, jobs, cache=None, progress=None):
+def _run_scan(paths, active, config, jobs, cache=None, progress=None, stdin=None):
     from acclint.linter.engine import scan as run_scan
 
+    if stdin is not None:
+        paths = ()
+    elif not paths:
+        paths = (Path("."),)
     try:
-        return run_scan(list(paths) or [Path(".")], active, config, jobs=jobs, cache=cache, progress=progress)
+        return run_scan(list(paths), active, config, jobs=jobs, cache=cache, progress=progress, stdin=stdin)
     except Exception as exc:
         _internal_error(exc)
 
@@ -167,16 +256,22 @@ def _internal_error(exc: Exception) -> None:
     sys.exit(2)
 
 
-def _cache(cache_dir, config_file, rules, config):
+def _cache_root(cache_dir, config_file) -> Path:
     """The cache next to the configuration file (the project root), else in the current folder."""
-    from acclint.linter.cache import Cache, default_root
+    from acclint.linter.cache import default_root
 
-    root = cache_dir if cache_dir is not None else default_root(config_file, Path.cwd())
+    return cache_dir if cache_dir is not None else default_root(config_file, Path.cwd())
+
+
+def _cache(root, rules, config):
+    from acclint.linter.cache import Cache
+
     return Cache(root, rules, config)
 
 
-def _print_diff(result, unsafe: bool) -> None:
+def _print_diff(result, unsafe: bool, exit_zero: bool) -> None:
     """--diff: the edits --fix would make, as a patch on stdout; exit 1 when there are any (as ruff)."""
+    from acclint.exit_codes import exit_status
     from acclint.linter.fix import plan_fixes
 
     outcome = plan_fixes(result.findings, unsafe=unsafe)
@@ -186,7 +281,7 @@ def _print_diff(result, unsafe: bool) -> None:
     if patch:
         click.echo(patch, nl=False)
     click.echo(f"Would fix {len(outcome.fixed)} finding(s) in {len(outcome.files)} file(s).", err=True)
-    sys.exit(1 if outcome.files else 0)
+    sys.exit(exit_status(result, failed=bool(outcome.files), exit_zero=exit_zero))
 
 
 def _fix(scan_once, unsafe: bool, notes: "_Notes"):
@@ -247,7 +342,8 @@ def _write_baseline(path, result, notes: "_Notes") -> None:
 
 def _emit(text: str, output, color=None) -> None:
     if output is None:
-        click.echo(text, color=color)
+        if text:  # --statistics of a clean scan prints nothing, as ruff
+            click.echo(text, color=color)
         return
     try:
         output.write_text(text + "\n", encoding="utf-8")
@@ -258,7 +354,8 @@ def _emit(text: str, output, color=None) -> None:
 @main.command("diff")
 @click.argument("left", type=click.Path(path_type=Path))
 @click.argument("right", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
+@click.option("--format", "--output-format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+              show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report here.")
 @click.option("--ignore", multiple=True,
               help="Keys, globs (`*-parallel-size`), categories or groups (`parallel`) accepted as different.")
@@ -268,6 +365,7 @@ def _emit(text: str, output, color=None) -> None:
 def diff(left, right, fmt, output, ignore, config_path, color) -> None:
     """Compare two training setups (launch scripts, Python scripts, configs or folders); LEFT is the reference."""
     from acclint.reports import render_diff
+    from acclint.reports.color import color_enabled
     from acclint.setups import SetupError, diff_setups, extract
 
     try:
@@ -288,7 +386,7 @@ def diff(left, right, fmt, output, ignore, config_path, color) -> None:
             click.echo(f"acclint diff: no training settings found in {side.path} ({reasons})", err=True)
         sys.exit(2)
     result = diff_setups(*sides, ignore=[*config.diff_ignore, *_split(ignore)])
-    use_color = color if color is not None else (output is None and fmt == "text" and sys.stdout.isatty())
+    use_color = color_enabled(color, to_terminal_stream=output is None and fmt == "text", isatty=sys.stdout.isatty)
     _emit(render_diff(result, fmt, color=use_color), output, color=use_color)
     sys.exit(1 if result.mismatches else 0)
 
@@ -350,7 +448,8 @@ def report_command(paths, output, diff_sides, fingerprints, select, ignore, excl
         sys.exit(2)
 
     rules = _all_rules()
-    config = _scan_config(paths, config_path, select, ignore, exclude, None, {rule.code for rule in rules}, preview)
+    config = _scan_config(paths, config_path, select, ignore, exclude, None, {rule.code for rule in rules},
+                          preview=preview)
     try:  # every input is checked before the scan, so a typo costs no time
         check_output(output)
         diff = load_diff(*diff_sides) if diff_sides else None

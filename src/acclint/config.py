@@ -24,28 +24,38 @@ class ConfigError(ValueError):
 @dataclass
 class Config:
     select: list = field(default_factory=list)  # codes or categories; empty = all
+    extend_select: list = field(default_factory=list)  # added to select (ruff's extend-select)
     ignore: list = field(default_factory=list)
-    exclude: list = field(default_factory=list)
+    exclude: list = field(default_factory=list)  # exclude and extend-exclude together
     per_file_ignores: dict = field(default_factory=dict)  # glob -> codes/categories
     severity: dict = field(default_factory=dict)  # code or category -> severity
     fail_on: str = "warning"
     source: Optional[Path] = None  # the file it came from
     diff_ignore: list = field(default_factory=list)  # [tool.acclint.diff] ignore: keys, globs, groups
+    respect_gitignore: bool = True  # skip what .gitignore files ignore while walking folders
+    fix: bool = False  # apply safe fixes (ruff's `fix = true`); --fix/--no-fix override it
     preview: bool = False  # run preview rules too (otherwise only when selected by exact code)
 
-    def merged(self, *, select=None, ignore=None, exclude=None, fail_on=None, preview=None) -> "Config":
-        """Command-line options: --select replaces, --ignore and --exclude add, --preview overrides."""
+    def merged(self, *, select=None, extend_select=None, ignore=None, exclude=None, fail_on=None,
+               respect_gitignore=None, fix=None, preview=None) -> "Config":
+        """Command-line options: --select replaces the config's select and extend-select (a later
+        layer, as in ruff); --extend-select, --ignore, --exclude and --extend-exclude add; the
+        switches (None: not given) override."""
         return replace(
             self,
             select=list(select) if select else self.select,
+            extend_select=(self.extend_select if not select else []) + list(extend_select or []),
             ignore=self.ignore + list(ignore or []),
             exclude=self.exclude + list(exclude or []),
             fail_on=fail_on or self.fail_on,
+            respect_gitignore=self.respect_gitignore if respect_gitignore is None else respect_gitignore,
+            fix=self.fix if fix is None else fix,
             preview=self.preview if preview is None else preview,
         )
 
 
-_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on", "diff", "preview"}
+_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "severity",
+         "fail-on", "respect-gitignore", "fix", "diff", "preview"}
 _DIFF_KEYS = {"ignore"}
 
 
@@ -84,8 +94,13 @@ def _parse(section: dict, path: Path, known_codes: set) -> Config:
                           f"(known: {', '.join(sorted(_KEYS))})")
     config = Config(source=path)
     config.select = _selectors(section.get("select", []), "select", path, known_codes)
+    config.extend_select = _selectors(section.get("extend-select", []), "extend-select", path, known_codes)
     config.ignore = _selectors(section.get("ignore", []), "ignore", path, known_codes)
-    config.exclude = _strings(section.get("exclude", []), "exclude", path)
+    # The built-in skipped folders stay skipped either way, so exclude and extend-exclude add alike.
+    config.exclude = _strings(section.get("exclude", []), "exclude", path) + \
+        _strings(section.get("extend-exclude", []), "extend-exclude", path)
+    config.respect_gitignore = _boolean(section.get("respect-gitignore", True), "respect-gitignore", path)
+    config.fix = _boolean(section.get("fix", False), "fix", path)
     for glob, selectors in _table(section.get("per-file-ignores", {}), "per-file-ignores", path).items():
         config.per_file_ignores[glob] = _selectors(selectors, f"per-file-ignores.{glob}", path, known_codes)
     for key, level in _table(section.get("severity", {}), "severity", path).items():
@@ -117,6 +132,12 @@ def _strings(value, key: str, path: Path) -> list:
     return value
 
 
+def _boolean(value, key: str, path: Path) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: {key} must be true or false, not {value!r}")
+    return value
+
+
 def _table(value, key: str, path: Path) -> dict:
     if not isinstance(value, dict):
         raise ConfigError(f"{path}: {key} must be a table")
@@ -143,11 +164,13 @@ def matches(selectors, code: str, category: str) -> bool:
 
 
 def rule_enabled(config: Config, code: str, category: str, preview: bool = False) -> bool:
-    """`preview`: the rule is a preview rule; it runs with `preview = true` or when selected by its exact code
-    (as ruff does: a prefix or a category never turns a preview rule on)."""
-    if preview and not config.preview and code not in config.select:
+    """Selected (by select, all when empty, or by extend-select) and not ignored: ignore wins.
+    `preview`: the rule is a preview rule; it runs with `preview = true` or when selected (or
+    extend-selected) by its exact code (as ruff does: a prefix or a category never turns it on)."""
+    if preview and not config.preview and code not in config.select and code not in config.extend_select:
         return False
-    if config.select and not matches(config.select, code, category):
+    selected = not config.select or matches(config.select, code, category)
+    if not selected and not matches(config.extend_select, code, category):
         return False
     return not matches(config.ignore, code, category)
 

@@ -53,10 +53,23 @@ class Finding:
         return (self.path, self.line, self.column, self.rule)
 
 
+# Codes of per-file errors: ruff's numbers where ruff reports the same failure. Any of them
+# makes a scan exit 1 (unless --exit-zero); an internal error is a bug of ours and exits 2.
+IO_ERROR = "E902"  # the path does not exist, or cannot be listed, read or decoded
+SYNTAX_ERROR = "E999"  # the file was read but cannot be parsed
+INTERNAL_ERROR = "E000"  # acclint failed on the file
+ERROR_NAMES = {IO_ERROR: "io-error", SYNTAX_ERROR: "syntax-error", INTERNAL_ERROR: "internal-error"}
+
+
 @dataclass(frozen=True)
 class FileError:
     path: str
     message: str
+    code: str = IO_ERROR
+
+    @property
+    def name(self) -> str:
+        return ERROR_NAMES.get(self.code, "error")
 
     def to_dict(self) -> dict:
         return asdict(self)

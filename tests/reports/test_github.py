@@ -87,12 +87,13 @@ def test_multi_line_ranges_drop_columns():
 
 def test_findings_sorted_then_file_errors():
     result = ScanResult(3, [finding("b.py", 1), finding("a.py", 9), finding("a.py", 10)],
-                        [FileError("broken.py", "syntax error at line 3: x, y")])
+                        [FileError("broken.py", "syntax error at line 3: x, y", "E999")])
     lines = render_github(result, {}).splitlines()
     assert [(parse(l)[1]["file"], parse(l)[1].get("line")) for l in lines] == [
         ("a.py", "9"), ("a.py", "10"), ("b.py", "1"), ("broken.py", None)]
     kind, props, message = parse(lines[-1])
     assert kind == "error" and props["file"] == "broken.py"
+    assert props["title"] == "acclint E999 (syntax-error)"
     assert message == "syntax error at line 3: x, y"
 
 

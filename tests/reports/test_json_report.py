@@ -21,7 +21,7 @@ def sample() -> ScanResult:
                     "np.random used before np.random.seed — «x»", "np.random.seed(0)"),
             Finding("ACL301", "fused-op", "info", "a/model.py", 7, 9, 9, 2, "fused", None),
         ],
-        [FileError("broken.py", "syntax error at line 3: invalid syntax")],
+        [FileError("broken.py", "syntax error at line 3: invalid syntax", "E999")],
         [Skipped("weights.bin", "binary file")],
     )
 
@@ -58,7 +58,7 @@ def test_values_round_trip_and_findings_are_sorted():
     assert seed["fix"] == "np.random.seed(0)"
     assert data["findings"][2]["fix"] is None
     assert data["errors"] == [{"path": "broken.py",
-                               "message": "syntax error at line 3: invalid syntax"}]
+                               "message": "syntax error at line 3: invalid syntax", "code": "E999"}]
 
 
 def test_indent_two_and_readable_unicode():

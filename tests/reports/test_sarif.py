@@ -179,7 +179,7 @@ def sample() -> ScanResult:
         3,
         [finding(), finding("ACL202", line=5, message="benchmark on"),
          finding("ACL301", "pkg/model.py", 3, 9, 6, 2, message="fused", fix="use unfused")],
-        [FileError("broken.py", "syntax error at line 3: invalid syntax")],
+        [FileError("broken.py", "syntax error at line 3: invalid syntax", "E999")],
         [Skipped("weights.bin", "binary file")],
     )
 
@@ -328,6 +328,8 @@ def test_file_errors_and_skips_become_notifications():
         ("error", "syntax error at line 3: invalid syntax"), ("note", "skipped: binary file")]
     uri = notes[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "broken.py"
+    assert notes[0]["descriptor"] == {"id": "E999"}  # the same code as the JSON report's
+    assert "descriptor" not in notes[1]
 
 
 # --- fingerprints --------------------------------------------------------------------------

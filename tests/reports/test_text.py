@@ -59,13 +59,13 @@ def test_multi_line_message_continues_indented():
 def test_errors_and_skipped_files_are_listed():
     result = ScanResult(
         3,
-        errors=[FileError("z.py", "syntax error at line 3: invalid syntax"),
-                FileError("b.py", "not UTF-8")],
+        errors=[FileError("z.py", "syntax error at line 3: invalid syntax", "E999"),
+                FileError("b.py", "not UTF-8", "E902")],
         skipped=[Skipped("data.bin", "binary file")],
     )
     lines = render_text(result).splitlines()
-    assert lines[:3] == ["b.py: error: not UTF-8",
-                         "z.py: error: syntax error at line 3: invalid syntax",
+    assert lines[:3] == ["b.py: E902 [io-error] not UTF-8",
+                         "z.py: E999 [syntax-error] syntax error at line 3: invalid syntax",
                          "data.bin: skipped: binary file"]
     assert lines[3] == ""  # a blank line before the summary
     assert lines[4] == summary_line(result)

@@ -10,6 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
+from acclint.findings import INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR
 from acclint.linter.configs import read_config
 from acclint.linter.context import FileContext, Sink
 from acclint.linter.discovery import kind_of
@@ -18,7 +19,7 @@ from acclint.linter.frameworks import applies, file_frameworks
 from acclint.linter.positions import node_locations
 from acclint.linter.project import ShellFacts
 from acclint.linter.roles import test_nodes
-from acclint.linter.source import read_source
+from acclint.linter.source import decode_source, read_source
 from acclint.linter.suppress import suppressions
 from acclint.linter.walker import FileWalker
 
@@ -28,15 +29,18 @@ class FileOutcome:
     path: str
     facts: Optional[object] = None  # FileFacts or ShellFacts
     error: Optional[str] = None
+    error_code: str = IO_ERROR  # with `error`: which kind of failure (findings.ERROR_NAMES)
     skip: Optional[str] = None
     findings: list = field(default_factory=list)  # (Finding, suppressions)
     ignored: bool = False  # a JSON file that is no config acclint knows: neither scanned nor skipped
 
 
-def analyze_file(abspath: str, display: str, rules: list) -> FileOutcome:
+def analyze_file(abspath: str, display: str, rules: list, data: Optional[bytes] = None) -> FileOutcome:
+    """`data`: the file's bytes when they do not come from disk (stdin), else None."""
     path = Path(abspath)
     kind = kind_of(path)
-    source = read_source(path, python=kind == "python")
+    python = kind == "python"
+    source = read_source(path, python=python) if data is None else decode_source(data, python=python)
     if source.text is None:
         return FileOutcome(display, error=source.error, skip=source.skip)
     try:
@@ -46,16 +50,17 @@ def analyze_file(abspath: str, display: str, rules: list) -> FileOutcome:
             return _analyze_config(abspath, display, source.text, rules)
         return _analyze_python(abspath, display, source.text, rules)
     except RecursionError:
-        return FileOutcome(display, error="too deeply nested to analyse")
+        return FileOutcome(display, error="too deeply nested to analyse", error_code=SYNTAX_ERROR)
     except Exception as exc:  # one bad file never stops a scan
-        return FileOutcome(display, error=f"internal error while analysing this file: {type(exc).__name__}: {exc}")
+        return FileOutcome(display, error=f"internal error while analysing this file: {type(exc).__name__}: {exc}",
+                           error_code=INTERNAL_ERROR)
 
 
 def _analyze_python(abspath: str, display: str, text: str, rules: list) -> FileOutcome:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return FileOutcome(display, error=_syntax_error(text, exc))
+        return FileOutcome(display, error=_syntax_error(text, exc), error_code=SYNTAX_ERROR)
     facts = FileFacts(path=display, abspath=abspath, line_count=text.count("\n") + 1)
     walker = FileWalker(module, facts)
     walker.run()
@@ -86,7 +91,7 @@ def _syntax_error(text: str, exc: "cst.ParserSyntaxError") -> str:
 def _analyze_config(abspath: str, display: str, text: str, rules: list) -> FileOutcome:
     config, error = read_config(display, abspath, text)
     if config is None:
-        return FileOutcome(display, error=error, ignored=error is None)
+        return FileOutcome(display, error=error, error_code=SYNTAX_ERROR, ignored=error is None)
     sink = Sink()
     context = FileContext(config.facts, sink)
     for rule in rules:

@@ -52,7 +52,7 @@ def _sources_stamp() -> str:
 
 
 def settings_key(rules: list, config) -> str:
-    relevant = {k: v for k, v in vars(config).items() if k not in ("fail_on", "source")}
+    relevant = {k: v for k, v in vars(config).items() if k not in ("fail_on", "source", "fix")}
     text = "\0".join([_sources_stamp(), ",".join(sorted(rule.code for rule in rules)), repr(sorted(relevant.items()))])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

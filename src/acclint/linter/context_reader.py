@@ -25,8 +25,9 @@ from acclint.linter.workers import PARALLEL_THRESHOLD, analyse_in_worker, displa
 class ContextLoader:
     """Reads context files only where a whole-folder scan would read them, each at most once."""
 
-    def __init__(self, cwd: Path, root: Path, exclude: Sequence[str], failed: set, cache=None):
+    def __init__(self, cwd: Path, root: Path, exclude: Sequence[str], failed: set, cache=None, gitignore=None):
         self.cwd, self.root, self.exclude = cwd, root, exclude
+        self.gitignore = gitignore  # a linter.gitignore.GitIgnore, or None to read ignored files too
         self.failed = set(failed)  # given files (already analysed), files read or unreadable
         self.cache = cache  # a linter.cache.Cache for rule-less outcomes, or None
         self._available: dict = {}
@@ -34,7 +35,8 @@ class ContextLoader:
     def available(self, path: str) -> bool:
         known = self._available.get(path)
         if known is None:
-            known = self._available[path] = os.path.isfile(path) and would_discover(path, self.root, self.exclude)
+            known = self._available[path] = os.path.isfile(path) and would_discover(path, self.root, self.exclude,
+                                                                                     self.gitignore)
         return known and path not in self.failed
 
     def load(self, path: str) -> Optional[FileFacts]:

@@ -7,7 +7,9 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
+
+from acclint.linter.gitignore import GitIgnore
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 SHELL_SUFFIXES = (".sh", ".bash")
@@ -60,15 +62,19 @@ def _skipped_dir_name(name: str) -> bool:
     return name in SKIPPED_DIRS or name.endswith(".egg-info")
 
 
-def would_discover(path: str, root: Path, exclude: Sequence[str] = ()) -> bool:
+def would_discover(path: str, root: Path, exclude: Sequence[str] = (), gitignore: Optional[GitIgnore] = None) -> bool:
     """Whether a walk of a folder holding `path` would scan it: a file read for context is one a
-    whole-folder scan would have read (not in a build folder, a virtualenv or an excluded path)."""
+    whole-folder scan would have read (not in a build folder, a virtualenv, an excluded path, or
+    one git ignores when `gitignore` is given)."""
     # Only folders below where the file and the scan meet count: a checkout may itself live in `build/`.
     try:
-        below = Path(os.path.relpath(path, os.path.commonpath([path, str(root)]))).parts
+        meet = os.path.commonpath([path, str(root)])
+        below = Path(os.path.relpath(path, meet)).parts
     except ValueError:  # pragma: no cover - another drive
-        below = Path(path).parts
+        meet, below = None, Path(path).parts
     if any(_skipped_dir_name(part) for part in below[:-1]) or Path(path).suffix not in SCANNED_SUFFIXES:
+        return False
+    if gitignore is not None and meet is not None and gitignore.ignored_below(path, meet):
         return False
     return not is_excluded(Path(path), root, exclude)
 
@@ -77,14 +83,17 @@ def _is_virtualenv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
 
 
-def discover(paths: Iterable[Path], root: Path, exclude: Sequence[str] = ()) -> Discovery:
+def discover(paths: Iterable[Path], root: Path, exclude: Sequence[str] = (),
+             gitignore: Optional[GitIgnore] = None) -> Discovery:
+    """The files under `paths`; `gitignore` (when given) skips what git ignores inside folders.
+    A path given by name is always scanned, as in ruff (pre-commit passes staged files)."""
     found = Discovery()
     seen_files: set[Path] = set()
     for given in paths:
         if not os.path.lexists(given):
             found.errors.append((given, "no such file or directory"))
         elif given.is_dir():
-            _walk(given, root, exclude, found, seen_files, {_dir_key(given)})
+            _walk(given, _Filter(root, exclude, gitignore), found, seen_files, {_dir_key(given)})
         elif given.is_symlink() and _broken_link(str(given)):
             found.skipped.append((given, _broken_link(str(given))))
         else:
@@ -114,7 +123,19 @@ def _add(path: Path, found: Discovery, seen: set[Path]) -> None:
         found.files.append(path)
 
 
-def _walk(folder: Path, root: Path, exclude, found: Discovery, seen, ancestors: set) -> None:
+@dataclass(frozen=True)
+class _Filter:
+    root: Path
+    exclude: Sequence[str]
+    gitignore: Optional[GitIgnore]
+
+    def skips(self, path: Path, is_dir: bool) -> bool:
+        if is_excluded(path, self.root, self.exclude):
+            return True
+        return self.gitignore is not None and self.gitignore.ignored(path, is_dir)
+
+
+def _walk(folder: Path, skip: _Filter, found: Discovery, seen, ancestors: set) -> None:
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:
@@ -122,12 +143,12 @@ def _walk(folder: Path, root: Path, exclude, found: Discovery, seen, ancestors: 
         return
     for entry in entries:
         path = Path(entry.path)
-        if is_excluded(path, root, exclude):
-            continue
         try:
             is_dir = entry.is_dir()  # follows symlinks
         except OSError:
             is_dir = False
+        if skip.skips(path, is_dir):
+            continue
         if entry.is_symlink():
             problem = _broken_link(entry.path)
             if problem:
@@ -144,7 +165,7 @@ def _walk(folder: Path, root: Path, exclude, found: Discovery, seen, ancestors: 
             if key in ancestors:
                 found.skipped.append((path, "symbolic link loop"))
                 continue
-            _walk(path, root, exclude, found, seen, ancestors | {key})
+            _walk(path, skip, found, seen, ancestors | {key})
         elif path.suffix in SCANNED_SUFFIXES or (path.suffix in CONFIG_SUFFIXES and (
                 "config" in path.name.lower() or path.suffix != ".json")):  # YAML: a cheap text test decides
             _add(path, found, seen)

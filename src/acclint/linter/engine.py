@@ -9,11 +9,14 @@ from typing import Optional, Sequence
 
 from acclint.config import Config, apply_to_finding
 from acclint.findings import FileError, ScanResult, Skipped
+from acclint.linter.analyze import analyze_file
 from acclint.linter.context import ProgramContext, Sink
 from acclint.linter.context_reader import ContextLoader, read_context
 from acclint.linter.discovery import discover
 from acclint.linter.facts import FileFacts
+from acclint.linter.gitignore import GitIgnore
 from acclint.linter.project import Project
+from acclint.linter.stdin import StdinFile
 from acclint.linter.suppress import is_suppressed
 from acclint.linter.workers import analyse_files, default_jobs, display_path
 from acclint.progress import NoProgress
@@ -22,17 +25,21 @@ __all__ = ["ContextLoader", "check_programs", "default_jobs", "display_path", "r
 
 
 def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[int] = None,
-         cwd: Optional[Path] = None, cache=None, progress=None) -> ScanResult:
+         cwd: Optional[Path] = None, cache=None, progress=None, stdin: Optional[StdinFile] = None) -> ScanResult:
     """Findings for the files given (or found under the folders given). Their programs are judged
     whole: local modules they import and launch scripts that run them are read too, for context.
     `cache`: a linter.cache.Cache, or None to analyse every file afresh.
-    `progress`: an acclint.progress display (phase/advance), or None."""
+    `progress`: an acclint.progress display (phase/advance), or None.
+    `stdin`: text read from stdin, scanned as if it were the file it names (then `paths` is empty)."""
     progress = progress or NoProgress()
     cwd = (cwd or Path.cwd()).resolve()
     paths = [Path(p) for p in paths]
     roots = [Path(os.path.abspath(p)) if p.is_dir() else Path(os.path.abspath(p)).parent for p in paths if p.exists()]
+    if stdin is not None and stdin.root() is not None:
+        roots.append(stdin.root())
     root = roots[0] if roots else cwd
-    found = discover(paths, root, config.exclude)
+    gitignore = GitIgnore() if config.respect_gitignore else None
+    found = discover(paths, root, config.exclude, gitignore)
     result = ScanResult()
     result.errors.extend(FileError(display_path(p, cwd), m) for p, m in found.errors)
     result.skipped.extend(Skipped(display_path(p, cwd), r) for p, r in found.skipped)
@@ -45,6 +52,10 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
         return analyse_files(batch, rules, jobs, progress.advance)
 
     outcomes = cache.run(jobs_list, analyse, progress.advance) if cache is not None else analyse(jobs_list)
+    if stdin is not None:  # its bytes are not on disk: analysed here, never cached
+        job = (os.path.abspath(stdin.name), display_path(stdin.name, cwd))
+        jobs_list.append(job)
+        outcomes.append(analyze_file(*job, rules, data=stdin.data))
 
     sink = Sink()
     python_facts, shell_facts = [], []
@@ -52,7 +63,7 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
         if outcome.ignored:
             continue
         if outcome.error is not None:
-            result.errors.append(FileError(outcome.path, outcome.error))
+            result.errors.append(FileError(outcome.path, outcome.error, outcome.error_code))
         elif outcome.skip is not None:
             result.skipped.append(Skipped(outcome.path, outcome.skip))
         else:
@@ -62,7 +73,7 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
                 (python_facts if isinstance(outcome.facts, FileFacts) else shell_facts).append(outcome.facts)
 
     loader = ContextLoader(cwd, root, config.exclude, failed={abspath for abspath, _ in jobs_list},
-                           cache=cache.without_rules() if cache is not None else None)
+                           cache=cache.without_rules() if cache is not None else None, gitignore=gitignore)
     project = Project(python_facts, shell_facts, [str(r) for r in roots], loader=loader)
     read_context(project, python_facts, shell_facts, loader, jobs)
     check_programs(project, rules, sink, progress)

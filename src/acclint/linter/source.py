@@ -31,6 +31,11 @@ def read_source(path: Path, *, python: bool) -> SourceText:
         return SourceText(skip="is a directory")
     except OSError as exc:
         return SourceText(error=f"cannot read file: {exc.strerror or exc}")
+    return decode_source(data, python=python)
+
+
+def decode_source(data: bytes, *, python: bool) -> SourceText:
+    """The text of a file's bytes (read from disk, or from stdin for `acclint scan -`)."""
     if b"\0" in data[:_SNIFF]:
         return SourceText(skip="binary file")
     encoding = "utf-8"

@@ -58,5 +58,6 @@ def render_github(result: ScanResult, rules: RuleNames) -> str:
         kind = GITHUB_COMMAND[finding.severity]
         commands.append(_command(kind, properties, message_with_fix(finding)))
     for error in sorted_errors(result.errors):
-        commands.append(_command("error", {"file": error.path, "title": "acclint"}, error.message))
+        title = f"acclint {rule_title(error.code, error.name)}"
+        commands.append(_command("error", {"file": error.path, "title": title}, error.message))
     return "\n".join(commands)

@@ -24,7 +24,7 @@ FINDING_KEYS = (
     "message",
     "fix",
 )
-ERROR_KEYS = ("path", "message")
+ERROR_KEYS = ("path", "message", "code")  # code: E902 io-error, E999 syntax-error, E000 internal
 SKIPPED_KEYS = ("path", "reason")
 
 

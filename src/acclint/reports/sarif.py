@@ -82,9 +82,12 @@ def region(finding: Finding) -> dict:
     }
 
 
-def _notification(level: str, text: str, path: str, base_dir) -> dict:
+def _notification(level: str, text: str, path: str, base_dir, code: Optional[str] = None) -> dict:
     location = {"physicalLocation": {"artifactLocation": artifact_location(path, base_dir)}}
-    return {"level": level, "message": {"text": text}, "locations": [location]}
+    note = {"level": level, "message": {"text": text}, "locations": [location]}
+    if code is not None:  # E902/E999/E000: which failure, as the JSON report's `code`
+        note["descriptor"] = {"id": code}
+    return note
 
 
 def sarif_log(
@@ -121,7 +124,7 @@ def sarif_log(
         )
 
     notifications = [
-        _notification("error", error.message, error.path, base_dir)
+        _notification("error", error.message, error.path, base_dir, error.code)
         for error in sorted_errors(result.errors)
     ] + [
         _notification("note", f"skipped: {item.reason}", item.path, base_dir)

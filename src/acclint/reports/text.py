@@ -43,8 +43,9 @@ def render_text(result: ScanResult, *, color: bool = False, show_fix: bool = Tru
             lines.append(f"{_INDENT}{_paint('fix:', _GREEN, color)} {_continued(finding.fix)}")
     for error in sorted_errors(result.errors):
         where = _paint(f"{error.path}:", _BOLD, color)
-        label = _paint("error:", _SEVERITY_COLOR["error"], color)
-        lines.append(f"{where} {label} {_continued(error.message)}")
+        code = _paint(error.code, _SEVERITY_COLOR["error"], color)
+        name = _paint(f"[{error.name}]", _DIM, color)
+        lines.append(f"{where} {code} {name} {_continued(error.message)}")
     for item in sorted_skipped(result.skipped):
         lines.append(f"{_paint(f'{item.path}:', _BOLD, color)} skipped: {item.reason}")
 
