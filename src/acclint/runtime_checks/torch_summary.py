@@ -93,16 +93,20 @@ class TorchSummaries:
         return run_pieces(self.torch, tasks, lambda task: self._piece(plans[task[0]], task[1]), on_cpu, elements)
 
     def _piece(self, plan: _Plan, start: int) -> tuple[Any, Any]:
-        """(sum over the piece's blocks of fmix64(S_b + (b + 1) * K), [sum, sum of squares, min, max])."""
+        """(sum over the piece's blocks of fmix64(S_b + (b + 1) * K),
+        [sum, sum of squares, min, max, shifted sum, shifted sum of squares])."""
         values = plan.flat[start : start + plan.piece].to(plan.canonical)
-        return self._mix(self._words(values, plan.per_word), start // plan.per_word // BLOCK_WORDS), self._moments(values)
+        shift = plan.flat[0].to(plan.canonical)  # the same for every piece: stays on the device, no sync
+        return (self._mix(self._words(values, plan.per_word), start // plan.per_word // BLOCK_WORDS),
+                self._moments(values, shift))
 
-    def _moments(self, values: Any) -> Any:
+    def _moments(self, values: Any, shift: Any) -> Any:
         torch = self.torch
-        wide = values if values.dtype == torch.float32 else values.to(torch.float64)
-        low, high = torch.aminmax(wide)
-        # dot (BLAS) is one fast pass; its float32 accumulation stays within ~1e-5 relative on a piece
-        parts = [wide.sum(), torch.dot(wide, wide), low, high]
+        low, high = torch.aminmax(values)
+        # float64 accumulation: float32 dot products lost the std of a large-mean output (see `moments`)
+        wide = values.to(torch.float64)
+        shifted = wide - shift.to(torch.float64)
+        parts = [wide.sum(), torch.dot(wide, wide), low, high, shifted.sum(), torch.dot(shifted, shifted)]
         return torch.stack([p.to(torch.float64) for p in parts])
 
     def _words(self, values: Any, per_word: int) -> Any:
@@ -166,14 +170,16 @@ class TorchSummaries:
         torch = self.torch
         totals = torch.stack([total for total, _ in pieces])
         moments = torch.stack([m for _, m in pieces])
-        combined = torch.stack([moments[:, 0].sum(), moments[:, 1].sum(), moments[:, 2].min(), moments[:, 3].max()])
+        combined = torch.stack([moments[:, 0].sum(), moments[:, 1].sum(), moments[:, 2].min(), moments[:, 3].max(),
+                                moments[:, 4].sum(), moments[:, 5].sum()])
         return totals.sum(), combined
 
     def _finish(self, plan: _Plan, total: int, moments: list[float] | None) -> tuple[Stats, str]:
         digest = finish(total, plan.nbytes)
         if moments is None:
             return dict(EMPTY_STATS), digest
-        return moment_stats(*moments, plan.numel), digest
+        total, sum_sq, low, high, shifted_total, shifted_sum_sq = moments
+        return moment_stats(total, sum_sq, low, high, plan.numel, shifted_total, shifted_sum_sq), digest
 
 
 def run_pieces(torch: Any, tasks: list[Any], work: Callable[[Any], Any], on_cpu: bool, elements: int) -> list[Any]:
