@@ -43,10 +43,12 @@ HINT_CLAIMS = {
     "grads": ("loss",),
     "update": ("loss", "grads"),
 }
-# A cause that is its stage's exception: (stage, mismatch name) -> where to look.
+# A cause that is its stage's exception: (stage, mismatch name) -> (what it is, where to look).
 CAUSE_HINTS = {
-    ("env", "seed"): "the runs are seeded differently: the initial weights, the data order and the dropout masks "
-    "all follow from the seed; seed both sides identically (or transfer the weights and feed the same batch)",
+    ("env", "seed"): ("seed", "the runs are seeded differently: the initial weights, the data order and the dropout masks "
+    "all follow from the seed; seed both sides identically (or transfer the weights and feed the same batch)"),
+    ("names", "<model>"): ("different models", "the two fingerprints are of different networks: capture the same model on both sides "
+    "(a mapping file helps only when the layers are the same under other names)"),
 }
 
 LINES_PER_STAGE = 8
@@ -72,7 +74,8 @@ def render_text(result: "ComparisonResult") -> str:
     causes, following = len(result.causes), len(result.mismatches) - len(result.causes)
     first = first_cause_stage(result)
     also = f", and {_follow(following)} from {'it' if causes == 1 else 'them'}" if following else ""
-    named = f" ({result.causes[0].name})" if (first.stage, result.causes[0].name) in CAUSE_HINTS else ""
+    special = CAUSE_HINTS.get((first.stage, result.causes[0].name))
+    named = f" ({special[0]})" if special else ""
     lines.append(f"Verdict: MISMATCH, {causes} difference{'s' if causes != 1 else ''}{also} ({tolerance}); "
                  f"fix '{first.title}'{named} first")
     lines.append(f"Hint: {_hint(result, first)}")
@@ -84,7 +87,7 @@ def _hint(result: "ComparisonResult", first: "StageOutcome") -> str:
     """Where to look, saying which earlier stages match only of those that were compared in full."""
     special = CAUSE_HINTS.get((first.stage, result.causes[0].name))
     if special:
-        return special
+        return special[1]
     outcomes = {o.stage: o for o in result.stages}
     matched = [TITLES[stage] for stage in HINT_CLAIMS.get(first.stage, ())
                if outcomes[stage].compared_fully and not outcomes[stage].mismatches]
