@@ -69,7 +69,7 @@ def test_a_hint_claims_only_the_stages_compared_in_full(make_torch):
     assert result.cause_kinds() == {"activation"}, result.verdict()
     text = result.verdict()
     assert "initial weights" not in hint(text) and "data" not in hint(text)
-    assert hint(text).startswith("module settings matches")
+    assert hint(text).startswith("module settings match, but")
     assert "Note: data, initial weights were not fully compared (values not compared: hashed with sha256" in text
 
 
@@ -91,6 +91,19 @@ def test_a_seed_difference_is_named_first_and_the_rest_follows_from_it(make_torc
     text = result.verdict()
     assert "fix 'environment' (seed) first" in text
     assert text.index("Hint: the runs are seeded differently") > text.index("Verdict: MISMATCH, 1 difference")
+
+
+def test_a_seed_difference_explains_a_batch_drawn_from_the_seeded_stream(make_torch, torch):
+    def seeded_run(seed):
+        setup = make_torch(seed=seed)
+        setup.batch = (torch.randn(32, 8), torch.randn(32, 4))  # as nanoGPT draws its batches: after the seed
+        return run(setup)
+
+    result = compare(seeded_run(0), seeded_run(1))
+    # Before: "fix 'data' first", and the seed last of all in the environment stage.
+    assert [m.name for m in result.causes] == ["seed"], result.verdict()
+    assert {m.consequence_of for m in result.mismatches if m.stage == "data"} == {"env"}
+    assert "fix 'environment' (seed) first" in result.verdict()
 
 
 # ---------------------------------------------------------------------------- different models

@@ -43,6 +43,7 @@ HINT_CLAIMS = {
     "grads": ("loss",),
     "update": ("loss", "grads"),
 }
+SINGULAR_TITLES = {"step-0 loss", "forward", "optimizer", "training mode", "environment", "parameter count"}
 # A cause that is its stage's exception: (stage, mismatch name) -> (what it is, where to look).
 CAUSE_HINTS = {
     ("env", "seed"): ("seed", "the runs are seeded differently: the initial weights, the data order and the dropout masks "
@@ -94,7 +95,8 @@ def _hint(result: "ComparisonResult", first: "StageOutcome") -> str:
     if not matched:
         return HINTS[first.stage]
     listed = matched[0] if len(matched) == 1 else ", ".join(matched[:-1]) + f" and {matched[-1]}"
-    return f"{listed} {'matches' if len(matched) == 1 else 'match'}, but {HINTS[first.stage]}"
+    singular = len(matched) == 1 and matched[0] in SINGULAR_TITLES
+    return f"{listed} {'matches' if singular else 'match'}, but {HINTS[first.stage]}"
 
 
 def _status(outcome: "StageOutcome") -> str:
