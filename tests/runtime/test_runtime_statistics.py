@@ -77,3 +77,21 @@ def test_large_mean_outputs_compare_at_parity_across_frameworks(torch, ms, bias)
     assert left_output.sha256 != right_output.sha256  # not equal bit for bit: the statistics decide
     assert "activation" not in result.kinds(), result.verdict()
     assert result.ok, result.verdict()
+
+
+@pytest.mark.parametrize("values", [[np.inf, 1.0, 2.0], [1.0, -np.inf, 2.0], [np.nan, 1.0], [4.0, 4.0, 4.0]],
+                         ids=["inf-first", "minus-inf", "nan-first", "constant"])
+def test_non_finite_and_constant_values_keep_their_statistics(torch, values):
+    """The shift is the first value, unless it is not finite: an infinite value still gives an
+    infinite norm and mean (not NaN), a NaN gives NaN, a constant tensor std 0."""
+    array = np.array(values, dtype=np.float32)
+    on_device, _ = summarize(torch.from_numpy(array))
+    on_host, _ = summarize(array)
+    with np.errstate(invalid="ignore", over="ignore"):
+        wide = array.astype(np.float64)
+        expected = {"mean": wide.mean(), "norm": np.sqrt(np.sum(wide * wide)), "min": wide.min(), "max": wide.max()}
+    for stats in (on_device, on_host):
+        for key, value in expected.items():
+            assert stats[key] == pytest.approx(value, nan_ok=True), (key, stats)
+    if values[0] == 4.0:
+        assert on_device["std"] == on_host["std"] == 0.0

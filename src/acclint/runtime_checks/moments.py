@@ -14,13 +14,22 @@ import math
 EMPTY_STATS = {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "norm": 0.0}
 
 
-def moment_stats(
-    total: float, sum_sq: float, low: float, high: float, count: int, shifted_total: float, shifted_sum_sq: float
-) -> dict[str, float]:
-    """mean, std, min, max and L2 norm of `count` values from their sum and sum of squares (for the
-    mean and the norm), min and max, and the sum and sum of squares of the values minus a shift
-    taken from among them (for the std)."""
-    mean = total / count
+def shift_of(first: float) -> float:
+    """The shift for a tensor whose first value is `first`: that value, or 0 when it is not finite
+    (shifting by inf or NaN would turn every value into NaN)."""
+    return first if math.isfinite(first) else 0.0
+
+
+def moment_stats(shifted_total: float, shifted_sum_sq: float, shift: float, low: float, high: float,
+                 count: int) -> dict[str, float]:
+    """mean, std, min, max and L2 norm of `count` values from the sum and the sum of squares of the
+    values minus `shift` (one of them), accumulated in float64, and their min and max.
+
+    The sum of squares of the values themselves, for the norm, is S2 + 2 * shift * S1 + n * shift^2:
+    terms that add up (S1 is small against n * shift), so nothing cancels there either."""
     shifted_mean = shifted_total / count
     variance = max(shifted_sum_sq / count - shifted_mean * shifted_mean, 0.0)
-    return {"mean": mean, "std": math.sqrt(variance), "min": low, "max": high, "norm": math.sqrt(sum_sq)}
+    # No shift, or an infinite value: the shifted sums say it already (and inf - inf must not make NaN).
+    sum_sq = shifted_sum_sq if shift == 0 or not math.isfinite(shifted_sum_sq) else max(shifted_sum_sq + 2.0 * shift * shifted_total + count * shift * shift, 0.0)
+    return {"mean": shift + shifted_mean, "std": math.sqrt(variance), "min": low, "max": high,
+            "norm": math.sqrt(sum_sq)}

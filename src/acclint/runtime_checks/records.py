@@ -18,7 +18,7 @@ import numpy as np
 
 from acclint.runtime_checks import contenthash
 from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.moments import EMPTY_STATS, moment_stats
+from acclint.runtime_checks.moments import EMPTY_STATS, moment_stats, shift_of
 from acclint.runtime_checks.fingerprint import TensorRecord, ValueRecord
 
 # Elements per chunk when accumulating in float64: bounds the temporary copy for large tensors.
@@ -58,8 +58,8 @@ def summarize(array: Any) -> tuple[dict[str, float], str]:
     digest = contenthash.digest(flat)
     if flat.size == 0:
         return dict(EMPTY_STATS), digest
-    return moment_stats(*_sums(flat), float(flat.min()), float(flat.max()), flat.size,
-                        *_sums(flat, float(flat[0]))), digest
+    shift = shift_of(float(flat[0]))
+    return moment_stats(*_sums(flat, shift), shift, float(flat.min()), float(flat.max()), flat.size), digest
 
 
 def tensor_records(
