@@ -30,7 +30,7 @@ def test_identical_setups_compare_clean(make_torch):
         ({"betas": (0.9, 0.95)}, {"optimizer-hparam"}, {"adam-beta2"}),
         ({"groups": True, "weight_decay": 0.01}, {"optimizer-group"}, {"groups"}),
         ({"optimizer": "sgd"}, {"optimizer-type"}, {"type"}),
-        ({"seed": 1}, {"init-weights", "env"}, None),
+        ({"seed": 1}, {"env"}, {"seed"}),
         ({"lr": 2e-3}, {"optimizer-hparam"}, {"lr"}),
         ({"train": False}, {"train-mode"}, {"training"}),
     ],
@@ -65,24 +65,34 @@ def test_hparam_values_and_json_contract(make_torch):
     assert result.to_dict()["version"] == 1 and result.to_dict()["ok"] is False
 
 
-def test_seed_difference_names_every_weight_and_the_seed(make_torch):
+def test_seed_difference_is_the_root_and_names_every_weight(make_torch):
     result = compare(fingerprint(make_torch, seed=0), fingerprint(make_torch, seed=1))
     init = {m.name for m in result.mismatches if m.kind == "init-weights"}
     assert {"fc1.weight", "fc2.weight", "head.weight"} <= init
     seed = [m for m in result.mismatches if m.kind == "env"]
-    assert [(m.name, m.left, m.right) for m in seed] == [("seed", 0, 1)]
-    # Different weights make every loss differ: later stages are still measured, as consequences.
+    assert [(m.name, m.left, m.right, m.is_cause) for m in seed] == [("seed", 0, 1, True)]
+    # The seed draws the initial weights: they, and everything measured after them, follow from it.
+    assert [m.name for m in result.causes] == ["seed"], result.verdict()
+    assert {m.consequence_of for m in result.mismatches if m.kind == "init-weights"} == {"env"}
     assert not result.skipped
     later = [m for m in result.mismatches if m.stage in {"forward", "loss", "grads", "update"}]
     assert {m.kind for m in later} >= {"activation", "loss", "grad-norm"}, result.verdict()
-    assert all(m.consequence_of == "init-weights" for m in later if m.kind != "activation")
+    assert all(m.consequence_of == "env" for m in later if m.kind != "activation")
     activations = [m.consequence_of for m in later if m.kind == "activation"]
-    assert activations[0] == "init-weights" and set(activations[1:]) <= {"activation"}
+    assert activations[0] == "env" and set(activations[1:]) <= {"activation"}
+    text = result.verdict()
+    assert "fix 'environment' (seed) first" in text and "Hint: the runs are seeded differently" in text
+    assert "initial weights ..... differs: " in text and "(follows from environment)" in text
 
 
-def test_json_consumer_sees_the_loss_and_update_after_different_weights(make_torch):
+def test_json_consumer_sees_the_loss_and_update_after_different_weights(make_torch, torch):
     # SGD: its update norms follow the gradients (Adam's first step has nearly the same norm for any weights).
-    left, right = fingerprint(make_torch, seed=0, optimizer="sgd"), fingerprint(make_torch, seed=1, optimizer="sgd")
+    # Same seed, other weights (a seed difference would be the cause instead).
+    left = fingerprint(make_torch, optimizer="sgd")
+    setup = make_torch(optimizer="sgd")
+    with torch.no_grad():
+        setup.model.fc1.weight.mul_(1.5)
+    right = capture(setup.model, setup.optimizer, setup.loss_fn, setup.batch)
     result = compare(left, right)
     entries = result.to_dict()["mismatches"]
     loss = [e for e in entries if e["kind"] == "loss" and e["name"] == "loss"]

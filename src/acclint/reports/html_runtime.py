@@ -27,8 +27,10 @@ def _stage_rows(result: Any, mismatches: list[dict]) -> list[dict]:
         for outcome in stages:
             found = [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in getattr(outcome, "mismatches", [])]
             skipped = getattr(outcome, "skipped", None)
+            partial = getattr(outcome, "partial", None)  # compared by statistics only: not "same"
             rows.append(_stage_row(getattr(outcome, "stage", ""), getattr(outcome, "title", "") or
-                                   str(getattr(outcome, "stage", "")), found, getattr(outcome, "summary", ""), skipped))
+                                   str(getattr(outcome, "stage", "")), found, getattr(outcome, "summary", ""), skipped,
+                                   partial))
         return rows
     # Only the contract's mismatches: one row per kind, in the order they were reported.
     kinds: dict[str, list[dict]] = {}
@@ -37,15 +39,18 @@ def _stage_rows(result: Any, mismatches: list[dict]) -> list[dict]:
     return [_stage_row(kind, kind, found, "", None) for kind, found in kinds.items()]
 
 
-def _stage_row(stage: str, title: str, found: list[dict], summary: str, skipped: Optional[str]) -> dict:
+def _stage_row(stage: str, title: str, found: list[dict], summary: str, skipped: Optional[str],
+               partial: Optional[str] = None) -> dict:
     consequences = sum(1 for m in found if m.get("consequence_of"))
     if found:
         status = "differs"
     elif skipped:
         status = "not compared"
+    elif partial:
+        status = "partly compared"
     else:
         status = "same"
-    note = skipped or summary or ""
+    note = skipped or (f"{summary} ({partial})" if partial else summary) or ""
     if consequences:
         note = (note + "; " if note else "") + f"{consequences} of {len(found)} follow from an earlier difference"
     return {"stage": stage, "title": title, "status": status, "count": len(found), "note": note}

@@ -4,6 +4,7 @@
     fp = capture(model, optimizer, loss_fn, batch)   # one real step, rolled back by default
     fp.save("npu.json")
     result = compare(load("gpu.json"), load("npu.json"))
+    expect_parity(fp, "gpu.json", on_mismatch="exit")   # in a training run: stop unless at parity
 
 Neither torch nor MindSpore is imported here: each is imported only when a model of it is handled.
 """
@@ -20,6 +21,7 @@ from acclint.runtime_checks.compare import (
 )
 from acclint.runtime_checks.distributed import RankConsistency, check_rank_consistency
 from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.expect import ParityError, ParityWarning, expect_parity
 from acclint.runtime_checks.fingerprint import Fingerprint
 from acclint.runtime_checks.rank_files import load
 from acclint.runtime_checks.mismatch import KINDS, Mismatch
@@ -39,6 +41,8 @@ __all__ = [
     "Mismatch",
     "NameMapping",
     "NonFiniteLossError",
+    "ParityError",
+    "ParityWarning",
     "Probe",
     "RankConsistency",
     "TransferReport",
@@ -46,6 +50,7 @@ __all__ = [
     "capture",
     "check_rank_consistency",
     "compare",
+    "expect_parity",
     "load",
     "load_mapping",
     "transfer_weights",

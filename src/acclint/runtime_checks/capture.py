@@ -67,8 +67,7 @@ def capture(
     with run.guard("capture") if run else contextlib.nullcontext():
         check_optimizer_holds_model(adapter, params, state)
     fingerprint = describe(adapter, "capture", params, state, keep_tensors, run)
-    if clip_grad_norm is not None:
-        fingerprint.optimizer.extra["clip-grad"] = float(clip_grad_norm)
+    record_clipping(fingerprint, clip_grad_norm)
     fingerprint.batch = batch_records(adapter, batch)
     if run is not None:
         run.batch = batch
@@ -129,6 +128,15 @@ def describe(
         tensors=kept,
         modules=module_records(adapter.framework, ((name, module) for name, module, _ in adapter.modules())),
     )
+
+
+def record_clipping(fingerprint: Fingerprint, clip_grad_norm: float | None) -> None:
+    """The clip value, among the optimizer's settings outside its groups (compared as "clip-grad")."""
+    if clip_grad_norm is None:
+        return
+    if isinstance(clip_grad_norm, bool) or not isinstance(clip_grad_norm, (int, float)) or not clip_grad_norm > 0:
+        raise FingerprintError(f"clip_grad_norm must be a positive number (the max norm), got {clip_grad_norm!r}")
+    fingerprint.optimizer.extra["clip-grad"] = float(clip_grad_norm)
 
 
 def batch_records(adapter: Any, batch: Any) -> list[ValueRecord]:

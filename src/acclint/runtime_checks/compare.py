@@ -14,20 +14,22 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.fingerprint import Fingerprint, OptimizerGroup, TensorRecord
+from acclint.runtime_checks.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord
 from acclint.runtime_checks.rank_files import load
 from acclint.runtime_checks.forward_compare import (
     DEFAULT_ACTIVATION_RTOL,
     ForwardComparison,
+    COMPARABLE_ACROSS_FORMATS,
     check_data,
     check_settings,
     index_forward,
     index_modules,
+    stats_close,
 )
 from acclint.runtime_checks.mismatch import Mismatch
 from acclint.runtime_checks.names import NameMapping, close_matches, load_mapping
 from acclint.runtime_checks.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
-from acclint.runtime_checks.stages import STAGES, TITLES, UPSTREAM
+from acclint.runtime_checks.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM
 
 # Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
 DEFAULT_RTOL = 1e-5
@@ -41,15 +43,24 @@ DEFAULT_UPDATE_RTOL = 1e-3
 # The shape of `compare --format json` (the contract), independent of the fingerprint file format.
 REPORT_VERSION = 1
 
-# Why two normalised optimizer types differ, when it is a known migration trap.
+# Why two normalised optimizer types differ, when it is a known migration trap: (note, whether it
+# is about MindSpore, and so said only when one side is MindSpore).
 OPTIMIZER_TYPE_NOTES = {
     frozenset({"adamw", "adamw-no-bias-correction"}): (
         "MindSpore nn.AdamWeightDecay applies no bias correction (and defaults to eps 1e-6, weight decay 0.0); "
-        "torch AdamW does; mindspore.experimental.optim.AdamW matches torch AdamW"
+        "torch AdamW does; mindspore.experimental.optim.AdamW matches torch AdamW", True,
     ),
-    frozenset({"adam", "adamw"}): "Adam adds weight decay to the gradient (L2); AdamW decays the weights directly",
-    frozenset({"rmsprop", "rmsprop-eps-in-sqrt"}): "MindSpore RMSProp adds eps inside the square root, torch outside",
+    frozenset({"adam", "adamw"}): (
+        "Adam adds weight decay to the gradient (L2); AdamW decays the weights directly", False,
+    ),
+    frozenset({"rmsprop", "rmsprop-eps-in-sqrt"}): (
+        "MindSpore RMSProp adds eps inside the square root, torch outside", True,
+    ),
 }
+
+# Below this share of parameter names found on both sides (of the larger side's count),
+# the fingerprints are of different models: listing every missing name would bury that.
+SAME_MODEL_SHARE = 0.5
 
 TRAIN_MODE_HINTS = {
     "mindspore": "MindSpore cells start in inference mode: call net.set_train() before training",
@@ -63,6 +74,11 @@ class StageOutcome:
     mismatches: list[Mismatch] = field(default_factory=list)
     summary: str = ""
     skipped: str | None = None
+    partial: str | None = None  # compared only in part (by statistics, not values): why
+
+    @property
+    def compared_fully(self) -> bool:
+        return not self.skipped and not self.partial
 
     @property
     def title(self) -> str:
@@ -82,6 +98,7 @@ class ComparisonResult:
     atol: float
     update_rtol: float = DEFAULT_UPDATE_RTOL
     activation_rtol: float = DEFAULT_ACTIVATION_RTOL
+    notes: list[str] = field(default_factory=list)  # said under the verdict (see `notes`)
 
     @property
     def ok(self) -> bool:
@@ -93,8 +110,10 @@ class ComparisonResult:
 
     @property
     def causes(self) -> list[Mismatch]:
-        """The mismatches that follow from no earlier one: what to fix, first one first."""
-        return [m for m in self.mismatches if m.is_cause]
+        """The mismatches that follow from no earlier one: what to fix, first one first (a seed
+        difference first of all: the data and the initial weights follow from it)."""
+        causes = [m for m in self.mismatches if m.is_cause]
+        return sorted(causes, key=lambda m: not is_seed(m))
 
     def cause_kinds(self) -> set[str]:
         return {m.kind for m in self.causes}
@@ -151,7 +170,15 @@ def compare(
     rules = load_mapping(mapping)
     comparer = _Comparer(_Side(left, "left", rules), _Side(right, "right", rules), rtol, atol, update_rtol,
                          activation_rtol)
-    return ComparisonResult(left, right, comparer.run(), rtol, atol, update_rtol, activation_rtol)
+    result = ComparisonResult(left, right, comparer.run(), rtol, atol, update_rtol, activation_rtol)
+    from acclint.runtime_checks.notes import verdict_notes
+
+    result.notes = verdict_notes(result)
+    return result
+
+
+def is_seed(mismatch: Mismatch) -> bool:
+    return mismatch.kind == "env" and mismatch.name == "seed"
 
 
 def assert_parity(
@@ -225,6 +252,9 @@ class _Comparer:
         self.common = [n for n in left.params if n in right.params]
         self.common_state = [n for n in left.state if n in right.state]
         self.forward = ForwardComparison(left.forward, right.forward, activation_rtol, atol)
+        self.with_mindspore = "mindspore" in (left.fp.framework, right.fp.framework)
+        self.seed = self._seed_difference()
+        self.different_models = self._different_models()
 
     def run(self) -> list[StageOutcome]:
         checks: dict[str, Callable[[StageOutcome], None]] = {
@@ -235,7 +265,8 @@ class _Comparer:
             "optimizer": self.check_optimizer,
             "weights": self.check_weights,
             "mode": self.check_mode,
-            "settings": lambda outcome: check_settings(outcome, self.left.modules, self.right.modules),
+            "settings": lambda outcome: check_settings(outcome, self.left.modules, self.right.modules,
+                                                       self.with_mindspore),
             "forward": self.forward.check,
             "loss": self.check_loss,
             "grads": self.check_grads,
@@ -246,15 +277,30 @@ class _Comparer:
         for stage, _title in STAGES:
             outcome = StageOutcome(stage)
             checks[stage](outcome)
+            self._say_what_the_format_lacks(stage, outcome)
             for mismatch in outcome.mismatches:
                 mismatch.stage = stage
                 if mismatch.consequence_of is None:
                     mismatch.consequence_of = self._upstream_cause(stage, mismatch, outcomes)
+                if mismatch.consequence_of is None and self.seed is not None and stage in SEED_FEEDS:
+                    mismatch.consequence_of = "env"
             outcomes[stage] = outcome
         return list(outcomes.values())
 
+    def _say_what_the_format_lacks(self, stage: str, outcome: StageOutcome) -> None:
+        """A stage an older fingerprint format did not record says so, and how to get it."""
+        added = ADDED_IN_FORMAT.get(stage)
+        if not outcome.skipped or added is None:
+            return
+        for side in (self.left, self.right):
+            if side.fp.version < added:
+                outcome.skipped += (f" (the {side.label} fingerprint is format {side.fp.version}, which has no "
+                                    f"{TITLES[stage]}: capture it again with this acclint, format {FORMAT_VERSION})")
+
     def _upstream_cause(self, stage: str, mismatch: Mismatch, outcomes: dict[str, StageOutcome]) -> str | None:
         """The kind of the first cause in a stage that feeds `stage`, if any."""
+        if stage == "grads" and self._clipping_explains_gradients(outcomes["optimizer"]):
+            return "optimizer-hparam"
         for upstream in UPSTREAM.get(stage, ()):
             causes = [m for m in outcomes[upstream].mismatches if m.is_cause]
             if upstream == "settings" and stage == "forward":
@@ -264,23 +310,61 @@ class _Comparer:
                 return causes[0].kind
         return None
 
+    def _clipping_explains_gradients(self, optimizer: StageOutcome) -> bool:
+        """A Probe reads the gradients after the user's step, so after clipping: a different
+        clip-grad changes them (capture records them before clipping)."""
+        clip_differs = any(m.is_cause and m.name == "clip-grad" for m in optimizer.mismatches)
+        return clip_differs and "probe" in (self.left.fp.source, self.right.fp.source)
+
+    def _seed_difference(self) -> Mismatch | None:
+        # Seeds name the same random stream only within one framework.
+        if self.left.fp.framework != self.right.fp.framework:
+            return None
+        a, b = self.left.fp.env.get("seed"), self.right.fp.env.get("seed")
+        if a is None or b is None or a == b:
+            return None
+        return Mismatch("env", "seed", a, b, f"seed {a} on the left, {b} on the right: the initial weights, the "
+                        "data order and the dropout masks follow from it")
+
+    def _different_models(self) -> Mismatch | None:
+        """One mismatch saying the fingerprints are of two different models, when few parameter
+        names are found on both sides."""
+        left, right = self.left.params, self.right.params
+        if not left or not right:
+            return None
+        # By name only: the same names with other shapes are one network at another width.
+        shared = len(self.common)
+        if shared >= SAME_MODEL_SHARE * max(len(left), len(right)):
+            return None
+        models = (f"{self.left.fp.model} and {self.right.fp.model}" if self.left.fp.model != self.right.fp.model
+                  else f"two {self.left.fp.model}s")
+        return Mismatch(
+            "param-missing", "<model>", len(left), len(right),
+            f"these are different models ({models}): only {shared} of the left's {len(left)} and the right's "
+            f"{len(right)} parameters have the same name; compare fingerprints of the same network "
+            "(or add a mapping file if only the names differ)",
+        )
+
     def check_data(self, outcome: StageOutcome) -> None:
-        left, right = self.left.fp.batch, self.right.fp.batch
-        if left is None or right is None or self.hashes_comparable(outcome):
-            check_data(outcome, left, right)  # says "not recorded" first
+        check_data(outcome, self.left.fp.batch, self.right.fp.batch, self.hashes_differ(), self.rtol, self.atol)
 
     # ------------------------------------------------------------------ helpers
-    def hashes_comparable(self, outcome: StageOutcome) -> bool:
-        """Whether both sides hashed tensors alike; else the stage is skipped, saying why."""
+    def hashes_differ(self) -> str | None:
+        """Why the two sides' tensor hashes cannot be compared (None: they can)."""
         a, b = self.left.fp, self.right.fp
         if a.hash_algorithm == b.hash_algorithm:
-            return True
-        outcome.skipped = (
-            f"not compared: the tensors were hashed with {a.hash_algorithm} on the left (fingerprint format "
-            f"{a.version}) and {b.hash_algorithm} on the right (format {b.version}); capture both sides with "
-            "the same acclint version to compare them"
-        )
-        return False
+            return None
+        return (f"values not compared: hashed with {a.hash_algorithm} on the left (fingerprint format {a.version}) "
+                f"and {b.hash_algorithm} on the right (format {b.version}); capture both sides with the same "
+                "acclint version to compare them")
+
+    def no_common_parameters(self, outcome: StageOutcome, names: list[str]) -> bool:
+        """True (and the stage skipped, saying why) when no parameter is there to compare."""
+        if names:
+            return False
+        outcome.skipped = ("not compared: no parameter has the same name on both sides"
+                           if not self.common else "not compared: no parameter recorded on both sides")
+        return True
 
     def close(self, a: float, b: float, rtol: float | None = None) -> bool:
         return abs(a - b) <= self.atol + (self.rtol if rtol is None else rtol) * max(abs(a), abs(b))
@@ -309,6 +393,7 @@ class _Comparer:
             outcome.mismatches.append(Mismatch(
                 "param-count", "all", lt, rt,
                 f"{lt:,} parameters on the left, {rt:,} on the right ({ltr:,} vs {rtr:,} trainable)",
+                consequence_of=None if self.different_models is None else "param-missing",
             ))
             return
         # A trainable-count difference that matched parameters' frozen flags explain is reported under "frozen".
@@ -325,6 +410,8 @@ class _Comparer:
 
     # ------------------------------------------------------------------ 2. names and shapes
     def check_names(self, outcome: StageOutcome) -> None:
+        if self.different_models is not None:
+            outcome.mismatches.append(self.different_models)
         for what, left, right in (("parameter", self.left.params, self.right.params),
                                   ("state tensor", self.left.state, self.right.state)):
             only_left = [n for n in left if n not in right]
@@ -351,6 +438,9 @@ class _Comparer:
                     outcome.mismatches.append(Mismatch(
                         "param-shape", name, a.dtype, b.dtype, f"{what} dtype {a.dtype} on the left, {b.dtype} on the right",
                     ))
+        if self.different_models is not None:  # the listed names follow from it
+            for mismatch in outcome.mismatches[1:]:
+                mismatch.consequence_of = "param-missing"
         if not self.common and self.left.params and self.right.params:
             outcome.summary = "no parameter names in common: is a mapping file needed?"
         else:
@@ -358,6 +448,8 @@ class _Comparer:
 
     # ------------------------------------------------------------------ 3. frozen
     def check_frozen(self, outcome: StageOutcome) -> None:
+        if self.no_common_parameters(outcome, self.common):
+            return
         for name in self.common:
             a, b = self.left.params[name].trainable, self.right.params[name].trainable
             if a != b:
@@ -376,7 +468,9 @@ class _Comparer:
             return
         same_type = lo.type == ro.type
         if not same_type:
-            note = OPTIMIZER_TYPE_NOTES.get(frozenset({lo.type, ro.type}))
+            note, about_mindspore = OPTIMIZER_TYPE_NOTES.get(frozenset({lo.type, ro.type}), (None, False))
+            if about_mindspore and not self.with_mindspore:
+                note = None
             outcome.mismatches.append(Mismatch(
                 "optimizer-type", "type", lo.type, ro.type,
                 f"{lo.native_type} ({lo.type}) on the left, {ro.native_type} ({ro.type}) on the right"
@@ -456,10 +550,11 @@ class _Comparer:
 
     # ------------------------------------------------------------------ 5. initial weights
     def check_weights(self, outcome: StageOutcome) -> None:
-        if not self.hashes_comparable(outcome):
-            return
-        left_tensors = self.left.fp.load_tensors()
-        right_tensors = self.right.fp.load_tensors()
+        hashes_differ = self.hashes_differ()
+        left_tensors = right_tensors = None
+        if hashes_differ is None:
+            left_tensors = self.left.fp.load_tensors()
+            right_tensors = self.right.fp.load_tensors()
         checked = 0
         for what, left, right, names in (("parameter", self.left.params, self.right.params, self.common),
                                          ("state", self.left.state, self.right.state, self.common_state)):
@@ -468,6 +563,15 @@ class _Comparer:
                 if a.shape != b.shape:
                     continue
                 checked += 1
+                if hashes_differ is not None:
+                    if not stats_close(a.stats, b.stats, a.numel, self.rtol, self.atol, COMPARABLE_ACROSS_FORMATS):
+                        outcome.mismatches.append(Mismatch(
+                            "init-weights", name, _stats_view(a), _stats_view(b),
+                            f"{what} {name} starts from different values (by its statistics): norm "
+                            f"{a.stats['norm']:.6g} vs {b.stats['norm']:.6g}, mean {a.stats['mean']:.4g} vs "
+                            f"{b.stats['mean']:.4g}",
+                        ))
+                    continue
                 if a.sha256 == b.sha256:
                     continue
                 detail = _max_abs_difference(left_tensors, right_tensors, a.name, b.name)
@@ -477,6 +581,14 @@ class _Comparer:
                     f"mean {a.stats['mean']:.4g} vs {b.stats['mean']:.4g}{detail}",
                 ))
         differing = len(outcome.mismatches)
+        if not checked:
+            self.no_common_parameters(outcome, [])
+            return
+        if hashes_differ is not None:
+            outcome.partial = hashes_differ
+            outcome.summary = (f"statistics of all {checked} tensors agree" if not differing
+                               else f"{differing} of {checked} tensors differ")
+            return
         outcome.summary = f"all {checked} tensors identical" if not differing else f"{differing} of {checked} tensors differ"
 
     # ------------------------------------------------------------------ 6. training mode
@@ -511,6 +623,8 @@ class _Comparer:
             outcome.skipped = f"not compared: no gradients recorded on the {side}"
             return
         names = [n for n in self.common if n in lg and n in rg]
+        if self.no_common_parameters(outcome, names):
+            return
         total_l = math.sqrt(sum((lg[n] or 0.0) ** 2 for n in names))
         total_r = math.sqrt(sum((rg[n] or 0.0) ** 2 for n in names))
         found = self.numbers("grad-norm", "global", total_l, total_r, "global gradient norm")
@@ -552,6 +666,8 @@ class _Comparer:
                 found = self.numbers("update", name, lu[name], ru[name], f"update norm of {name}", self.update_rtol)
                 if found:
                     outcome.mismatches.append(found)
+        elif not self.common:
+            notes.append("no parameter has the same name on both sides")
         else:
             notes.append("update norms not recorded on both sides")
         if not compared:
@@ -578,11 +694,8 @@ class _Comparer:
             a, b = l_eff[key], r_eff[key]
             if a is not None and b is not None and a != b:
                 outcome.mismatches.append(Mismatch("env", key, a, b, f"{key} is {a} on the left, {b} on the right"))
-        # Seeds name the same random stream only within one framework.
-        if self.left.fp.framework == self.right.fp.framework:
-            a, b = le.get("seed"), re_.get("seed")
-            if a is not None and b is not None and a != b:
-                outcome.mismatches.append(Mismatch("env", "seed", a, b, f"seed {a} on the left, {b} on the right"))
+        if self.seed is not None:
+            outcome.mismatches.insert(0, self.seed)
         lv, rv = le.get("versions", {}), re_.get("versions", {})
         outcome.summary = " vs ".join(
             f"{fp.framework} {versions.get(fp.framework, '?')}" for fp, versions in ((self.left.fp, lv), (self.right.fp, rv))

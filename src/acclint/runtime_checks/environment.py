@@ -97,7 +97,8 @@ TORCH_REDUCED_CONV: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "npu": lambda s: s.get("npu.conv.allow_hf32"),
 }
 
-MINDSPORE_CONTEXT_KEYS = ("deterministic", "device_target", "mode", "jit_level", "ascend_config")
+MINDSPORE_CONTEXT_KEYS = ("deterministic", "device_target", "mode", "jit_level", "ascend_config")  # device_target before ascend_config
+ASCEND_ONLY_CONTEXT_KEYS = frozenset({"ascend_config"})
 
 def _collect(table: Mapping[str, Callable[[Any], Any]], module: Any) -> dict[str, Any]:
     found = {}
@@ -152,6 +153,8 @@ def mindspore_environment(ms: Any) -> dict[str, Any]:
     env = _common({"mindspore": ms.__version__})
     settings = {}
     for key in MINDSPORE_CONTEXT_KEYS:
+        if key in ASCEND_ONLY_CONTEXT_KEYS and settings.get("context.device_target") != "Ascend":
+            continue  # reading it elsewhere logs a MindSpore warning, and it applies to Ascend only
         value = _safe(lambda key=key: ms.get_context(key))
         if value is not None:
             settings[f"context.{key}"] = plain_value(value) if not isinstance(value, dict) else {

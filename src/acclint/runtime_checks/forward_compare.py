@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from acclint.runtime_checks.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
 from acclint.runtime_checks.mismatch import Mismatch
-from acclint.runtime_checks.module_settings import NOTES
+from acclint.runtime_checks.module_settings import MINDSPORE_NOTES
 from acclint.runtime_checks.names import NameMapping
 from acclint.runtime_checks.optimizers import values_equal
 
@@ -42,7 +42,10 @@ def shown(name: str) -> str:
 
 
 # ---------------------------------------------------------------------------- data
-def check_data(outcome: Any, left: list[ValueRecord] | None, right: list[ValueRecord] | None) -> None:
+def check_data(outcome: Any, left: list[ValueRecord] | None, right: list[ValueRecord] | None,
+               hashes_differ: str | None = None, rtol: float = 0.0, atol: float = 0.0) -> None:
+    """`hashes_differ`: why the two sides' hashes cannot be compared (then the tensors are compared by
+    their statistics within rtol / atol, and the stage says it was compared only in part)."""
     if left is None or right is None:
         outcome.skipped = f"not recorded on the {'left' if left is None else 'right'}"
         return
@@ -62,14 +65,24 @@ def check_data(outcome: Any, left: list[ValueRecord] | None, right: list[ValueRe
             outcome.mismatches.append(Mismatch(
                 "batch", name, a.shape, b.shape, f"batch tensor {name} has shape {a.shape} on the left, {b.shape} on the right",
             ))
+        elif hashes_differ is not None:
+            if not stats_close(a.stats, b.stats, math.prod(a.shape), rtol, atol, COMPARABLE_ACROSS_FORMATS):
+                outcome.mismatches.append(Mismatch(
+                    "batch", name, _stats_view(a), _stats_view(b),
+                    f"batch tensor {name} {a.shape} holds other values (by its statistics): {_stats_text(a, b)}",
+                ))
         elif a.sha256 != b.sha256:
             outcome.mismatches.append(Mismatch(
                 "batch", name, _stats_view(a), _stats_view(b),
-                f"batch tensor {name} {a.shape} holds other values{_which_samples(a, b)}: {_stats_text(a, b)}"
+                f"batch tensor {name} {a.shape} {_which_samples(a, b)}: {_stats_text(a, b)}"
                 + (f" ({a.dtype} on the left, {b.dtype} on the right)" if a.dtype != b.dtype else ""),
             ))
         elif a.dtype != b.dtype:
             retyped.append(f"{name} {a.dtype} vs {b.dtype}")
+    if hashes_differ is not None:
+        outcome.partial = hashes_differ
+        outcome.summary = f"statistics of {len(same)} tensor(s) agree" if not outcome.mismatches else ""
+        return
     outcome.summary = f"{len(same)} tensor(s), equal by value" if not outcome.mismatches else ""
     if retyped and not outcome.mismatches:
         outcome.summary += f" ({', '.join(retyped)}: same values)"
@@ -80,11 +93,15 @@ def _batch_name(path: str) -> str:
 
 
 def _which_samples(a: ValueRecord, b: ValueRecord) -> str:
+    """What differs, from the per-sample hashes: the same samples in another order, or which samples."""
     if not a.samples or not b.samples or len(a.samples) != len(b.samples):
-        return ""
+        return "holds other values"
     differing = [i for i, (x, y) in enumerate(zip(a.samples, b.samples)) if x != y]
     listed = ", ".join(map(str, differing[:8])) + (", ..." if len(differing) > 8 else "")
-    return f" in {len(differing)} of {len(a.samples)} samples (index {listed})"
+    if sorted(a.samples) == sorted(b.samples):
+        return (f"holds the same {len(a.samples)} samples in another order ({len(differing)} moved, index {listed}): "
+                "the shuffling or the sampler differs (seed, shuffle flag, sampler order)")
+    return f"holds other values in {len(differing)} of {len(a.samples)} samples (index {listed})"
 
 
 # ---------------------------------------------------------------------------- settings
@@ -99,7 +116,9 @@ def index_modules(records: list[ModuleRecord] | None, rules: NameMapping) -> dic
     return index
 
 
-def check_settings(outcome: Any, left: dict[str, ModuleRecord] | None, right: dict[str, ModuleRecord] | None) -> None:
+def check_settings(outcome: Any, left: dict[str, ModuleRecord] | None, right: dict[str, ModuleRecord] | None,
+                   with_mindspore: bool = False) -> None:
+    """`with_mindspore`: one side is MindSpore, so the notes on MindSpore's defaults apply."""
     if left is None or right is None:
         outcome.skipped = f"not recorded on the {'left' if left is None else 'right'}"
         return
@@ -111,15 +130,19 @@ def check_settings(outcome: Any, left: dict[str, ModuleRecord] | None, right: di
             va, vb = a.settings[key], b.settings[key]
             if values_equal(va, vb):
                 continue
-            note = next((text for (setting, cls), text in NOTES.items()
-                         if setting == key and (cls in a.module or cls in b.module)), "")
+            note = next((text for (setting, cls), text in MINDSPORE_NOTES.items()
+                         if with_mindspore and setting == key and (cls in a.module or cls in b.module)), "")
             outcome.mismatches.append(Mismatch(
                 "module-config", f"{name}.{key}", va, vb,
                 f"{name}.{key} is {_show(va)} on the left ({a.module}), {_show(vb)} on the right ({b.module})"
                 + (f": {note}" if note else ""),
             ))
     modules = sum(1 for n in left if n in right)
-    outcome.summary = f"{compared} setting(s) of {modules} module(s) equal"
+    if not modules and (left or right):
+        outcome.skipped = "not compared: no module with settings has the same name on both sides"
+        return
+    outcome.summary = (f"{compared} setting(s) of {modules} module(s) equal" if modules
+                       else "no module with settings (norm eps, dropout, ...) on either side")
 
 
 def _show(value: Any) -> str:
@@ -194,6 +217,9 @@ class ForwardComparison:
                                                    f"{name} ({record.module}) differs too: {stats}",
                                                    consequence_of="activation"))
         matched_names = {key[0] for key, _ in self.left if key in partners}
+        if not outputs and self.left and self.right:
+            outcome.skipped = "not compared: no module call has the same name on both sides"
+            return
         if first is None:
             outcome.summary = f"{outputs} module output(s) of {len(matched_names)} module(s) within tolerance"
         else:
@@ -212,17 +238,35 @@ class ForwardComparison:
         return None
 
 
+STAT_KEYS = ("norm", "std", "mean", "min", "max")
+# Statistics every acclint version computes alike (older captures could lose the std's digits to
+# cancellation, see `moments`): what tensors hashed with different algorithms are compared on.
+COMPARABLE_ACROSS_FORMATS = ("norm", "mean", "min", "max")
+
+
 def values_close(a: ValueRecord, b: ValueRecord, rtol: float, atol: float) -> bool:
     if a.shape != b.shape:
         return False
     if a.sha256 == b.sha256:
         return True
-    numel = max(1, math.prod(a.shape))
-    rms = max(a.stats.get("norm", 0.0), b.stats.get("norm", 0.0)) / math.sqrt(numel)
-    scales = {"norm": max(abs(a.stats.get("norm", 0.0)), abs(b.stats.get("norm", 0.0))),
-              "std": max(abs(a.stats.get("std", 0.0)), abs(b.stats.get("std", 0.0)))}
-    for key in ("norm", "std", "mean", "min", "max"):
-        x, y = a.stats.get(key), b.stats.get(key)
+    if not stats_close(a.stats, b.stats, math.prod(a.shape), rtol, atol):
+        return False
+    rms = _rms(a.stats, b.stats, math.prod(a.shape))
+    if a.sample and b.sample and len(a.sample) == len(b.sample):
+        limit = atol + rtol * rms
+        return all(abs(x - y) <= limit or x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a.sample, b.sample))
+    return True
+
+
+def stats_close(a: dict[str, float], b: dict[str, float], numel: int, rtol: float, atol: float,
+                keys: tuple[str, ...] = STAT_KEYS) -> bool:
+    """Whether two tensors' statistics agree: |a - b| <= atol + rtol * scale, the scale being the larger
+    norm (for the norm), the larger std (for the std) and the larger RMS (for mean, min and max)."""
+    rms = _rms(a, b, numel)
+    scales = {"norm": max(abs(a.get("norm", 0.0)), abs(b.get("norm", 0.0))),
+              "std": max(abs(a.get("std", 0.0)), abs(b.get("std", 0.0)))}
+    for key in keys:
+        x, y = a.get(key), b.get(key)
         if x is None or y is None:
             continue
         if not (math.isfinite(x) and math.isfinite(y)):
@@ -231,10 +275,11 @@ def values_close(a: ValueRecord, b: ValueRecord, rtol: float, atol: float) -> bo
             continue
         if abs(x - y) > atol + rtol * scales.get(key, rms):
             return False
-    if a.sample and b.sample and len(a.sample) == len(b.sample):
-        limit = atol + rtol * rms
-        return all(abs(x - y) <= limit or x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a.sample, b.sample))
     return True
+
+
+def _rms(a: dict[str, float], b: dict[str, float], numel: int) -> float:
+    return max(a.get("norm", 0.0), b.get("norm", 0.0)) / math.sqrt(max(1, numel))
 
 
 def _where(name: str, record: ActivationRecord, bad_input: tuple[str, str | None] | None, last_ok: str | None) -> str:

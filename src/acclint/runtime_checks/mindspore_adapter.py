@@ -252,7 +252,9 @@ class MindSporeAdapter(Adapter):
     def _host_dtype(self, parameter: Any) -> np.dtype:
         if str(parameter.dtype).lower() in NARROW_FLOAT_DTYPES:
             return np.dtype(np.float32)  # holds every bfloat16 value exactly
-        return np.dtype(self.ms.dtype_to_nptype(parameter.dtype))
+        # MindSpore's dtypes print as numpy's names ("Float32", "Int64", "Bool"); dtype_to_nptype
+        # says so too but is deprecated since MindSpore 2.7 (a logged warning per parameter).
+        return np.dtype(str(parameter.dtype).lower())
 
     def restore(self, snapshot: MindSporeSnapshot) -> None:
         # In place: Parameter.set_data swaps the storage, and an optimizer that has already run

@@ -70,8 +70,9 @@ BY_SUFFIX: dict[str, dict[str, tuple[str, ...]]] = {
     "Attention": {"scale": ("scale", "scaling", "softmax_scale", "scale_factor")},
 }
 
-# (setting, part of either side's class name) -> said with a mismatch of it: the defaults behind it.
-NOTES = {
+# (setting, part of either side's class name) -> said with a mismatch of it when one side is
+# MindSpore: the MindSpore default or convention behind it (torch vs torch: not said).
+MINDSPORE_NOTES = {
     ("eps", "LayerNorm"): "MindSpore nn.LayerNorm defaults to epsilon=1e-7, torch nn.LayerNorm to eps=1e-5",
     ("approximate", "GELU"): "MindSpore nn.GELU() defaults to the tanh approximation (approximate=True), "
     "torch nn.GELU() is exact (approximate='none'): pass approximate=False on the MindSpore side",

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from acclint.runtime_checks.capture import batch_records, check_optimizer_holds_model, describe
+from acclint.runtime_checks.capture import batch_records, check_optimizer_holds_model, describe, record_clipping
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord
 from acclint.runtime_checks.frameworks import adapter_for
@@ -44,12 +44,18 @@ class Probe:
         offload_dir: str | None = None,
         tensor_parallel_group: Any = None,
         timeout: float = DEFAULT_TIMEOUT,
+        clip_grad_norm: float | None = None,
     ) -> None:
         """Record the step-0 state now. `track_updates` keeps a copy of the trainable weights until
         record(0) so the per-parameter update norms can be measured: in host memory, or with
         `offload="disk"` in a memory-mapped file in `offload_dir`; never on the model's device.
-        `tensor_parallel_group` and `timeout`: as for capture, under torch.distributed."""
+        `tensor_parallel_group` and `timeout`: as for capture, under torch.distributed.
+        `clip_grad_norm`: the max norm the loop clips gradients to (None: no clipping). It is recorded
+        with the optimizer's settings and compared as one, so a clipping change is reported as such
+        (the gradients the probe reads after the step are the clipped ones)."""
         check_offload(offload)
+        if clip_grad_norm is not None and optimizer is None:
+            raise FingerprintError("clip_grad_norm is recorded with the optimizer's settings: pass the optimizer too")
         self._adapter = adapter_for(model, optimizer)
         self._run = ShardedRun.start(self._adapter, tensor_parallel_group, timeout)
         params, state = self._adapter.named_params(), self._adapter.named_state()
@@ -58,6 +64,7 @@ class Probe:
         self._params = params
         self._trainable = [item for item in params if item.trainable]
         self._fingerprint = describe(self._adapter, "probe", params, state, keep_tensors, self._run)
+        record_clipping(self._fingerprint, clip_grad_norm)
         self._initial: Any = None
         if track_updates:
             self._initial = self._adapter.snapshot([item.tensor for item in self._trainable], False, offload, offload_dir)

@@ -18,7 +18,7 @@ import numpy as np
 
 from acclint.runtime_checks import contenthash
 from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.moments import EMPTY_STATS, moment_stats
+from acclint.runtime_checks.moments import EMPTY_STATS, moment_stats, shift_of
 from acclint.runtime_checks.fingerprint import TensorRecord, ValueRecord
 
 # Elements per chunk when accumulating in float64: bounds the temporary copy for large tensors.
@@ -58,9 +58,8 @@ def summarize(array: Any) -> tuple[dict[str, float], str]:
     digest = contenthash.digest(flat)
     if flat.size == 0:
         return dict(EMPTY_STATS), digest
-    values = flat if flat.dtype.kind == "f" else flat.astype(np.float64)
-    return moment_stats(float(values.sum(dtype=np.float64)), sum_of_squares(values), float(values.min()),
-                        float(values.max()), values.size), digest
+    shift = shift_of(float(flat[0]))
+    return moment_stats(*_sums(flat, shift), shift, float(flat.min()), float(flat.max()), flat.size), digest
 
 
 def tensor_records(
@@ -108,14 +107,21 @@ def tensor_records(
     return records
 
 
+def _sums(array: np.ndarray, shift: float = 0.0) -> tuple[float, float]:
+    """The sum and the sum of squares of the values minus `shift`, accumulated in float64, chunked
+    so large tensors need no full-size copy (see `moments` for why the shift)."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    total = squares = 0.0
+    for start in range(0, flat.size, _CHUNK):
+        chunk = flat[start : start + _CHUNK].astype(np.float64) - shift
+        total += float(chunk.sum())
+        squares += float(np.dot(chunk, chunk))
+    return total, squares
+
+
 def sum_of_squares(array: np.ndarray) -> float:
     """Accumulated in float64, chunked so large tensors need no full-size copy."""
-    flat = np.ascontiguousarray(array).reshape(-1)
-    total = 0.0
-    for start in range(0, flat.size, _CHUNK):
-        chunk = flat[start : start + _CHUNK].astype(np.float64)
-        total += float(np.dot(chunk, chunk))
-    return total
+    return _sums(array)[1]
 
 
 def l2_norm(array: np.ndarray) -> float:

@@ -32,6 +32,14 @@ UPSTREAM = {
                "grads"),
 }
 
+# A different seed (within one framework) draws other initial weights, another shuffling of the
+# data and other dropout masks: differences in these stages follow from it, and it is the root
+# cause although the environment stage comes last.
+SEED_FEEDS = ("data", "weights", "forward", "loss", "grads", "update")
+
+# The fingerprint format version that first recorded a stage; an older file lacks it.
+ADDED_IN_FORMAT = {"data": 2, "settings": 2, "forward": 2}
+
 # The stage each mismatch kind is reported in ("loss" also appears under "update", as loss-after-step).
 KIND_STAGES = {
     "batch": "data",

@@ -93,17 +93,25 @@ class TorchSummaries:
         return run_pieces(self.torch, tasks, lambda task: self._piece(plans[task[0]], task[1]), on_cpu, elements)
 
     def _piece(self, plan: _Plan, start: int) -> tuple[Any, Any]:
-        """(sum over the piece's blocks of fmix64(S_b + (b + 1) * K), [sum, sum of squares, min, max])."""
+        """(sum over the piece's blocks of fmix64(S_b + (b + 1) * K),
+        [sum and sum of squares of the values minus the tensor's first value, min, max, that value])."""
         values = plan.flat[start : start + plan.piece].to(plan.canonical)
-        return self._mix(self._words(values, plan.per_word), start // plan.per_word // BLOCK_WORDS), self._moments(values)
+        return (self._mix(self._words(values, plan.per_word), start // plan.per_word // BLOCK_WORDS),
+                self._moments(values, self._shift(plan)))
 
-    def _moments(self, values: Any) -> Any:
+    def _shift(self, plan: _Plan) -> Any:
+        # The same for every piece, and kept on the device: no synchronisation per piece.
+        # A non-finite first value would make every shifted value NaN: no shift then (`shift_of`).
+        first = plan.flat[0].to(plan.canonical).to(self.torch.float64)
+        return self.torch.where(self.torch.isfinite(first), first, self.torch.zeros_like(first))
+
+    def _moments(self, values: Any, shift: Any) -> Any:
         torch = self.torch
-        wide = values if values.dtype == torch.float32 else values.to(torch.float64)
-        low, high = torch.aminmax(wide)
-        # dot (BLAS) is one fast pass; its float32 accumulation stays within ~1e-5 relative on a piece
-        parts = [wide.sum(), torch.dot(wide, wide), low, high]
-        return torch.stack([p.to(torch.float64) for p in parts])
+        low, high = torch.aminmax(values)
+        # Shifted, in float64: float32 sums of squares lost the std of a large-mean output (see `moments`).
+        shifted = values.to(torch.float64).sub_(shift)
+        parts = [shifted.sum(), torch.dot(shifted, shifted), low.to(torch.float64), high.to(torch.float64), shift]
+        return torch.stack(parts)
 
     def _words(self, values: Any, per_word: int) -> Any:
         torch = self.torch
@@ -166,14 +174,16 @@ class TorchSummaries:
         torch = self.torch
         totals = torch.stack([total for total, _ in pieces])
         moments = torch.stack([m for _, m in pieces])
-        combined = torch.stack([moments[:, 0].sum(), moments[:, 1].sum(), moments[:, 2].min(), moments[:, 3].max()])
+        combined = torch.stack([moments[:, 0].sum(), moments[:, 1].sum(), moments[:, 2].min(), moments[:, 3].max(),
+                                moments[0, 4]])
         return totals.sum(), combined
 
     def _finish(self, plan: _Plan, total: int, moments: list[float] | None) -> tuple[Stats, str]:
         digest = finish(total, plan.nbytes)
         if moments is None:
             return dict(EMPTY_STATS), digest
-        return moment_stats(*moments, plan.numel), digest
+        shifted_total, shifted_sum_sq, low, high, shift = moments
+        return moment_stats(shifted_total, shifted_sum_sq, shift, low, high, plan.numel), digest
 
 
 def run_pieces(torch: Any, tasks: list[Any], work: Callable[[Any], Any], on_cpu: bool, elements: int) -> list[Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from acclint.runtime_checks.forward_compare import stats_lines
+from acclint.runtime_checks.notes import first_cause_stage
 from acclint.runtime_checks.stages import KIND_STAGES, STAGES, TITLES
 
 if TYPE_CHECKING:
@@ -27,13 +28,28 @@ HINTS = {
     "mode": "one model is not in training mode",
     "settings": "a module setting differs (norm eps, BatchNorm momentum, dropout, GELU approximation): "
     "pass it explicitly on both sides",
-    "forward": "weights, settings and data match but a module's output differs: start at the first diverging module",
-    "loss": "weights (and the module outputs, where recorded) match but the step-0 loss differs: the loss "
-    "function (reduction, label smoothing, ignore index), code after the model's forward, or the data",
-    "grads": "the step-0 loss matches but the gradients differ: the backward pass differs; start at the first diverging parameter",
-    "update": "loss and gradients match but the update differs: the optimizer implementation (eps placement, "
-    "bias correction, fused kernels) or loss scaling",
+    "forward": "a module's output differs: start at the first diverging module",
+    "loss": "the step-0 loss differs: the loss function (reduction, label smoothing, ignore index), code after "
+    "the model's forward, or the data",
+    "grads": "the gradients differ: the backward pass differs; start at the first diverging parameter",
+    "update": "the update differs: the optimizer implementation (eps placement, bias correction, fused kernels) "
+    "or loss scaling",
     "env": "numerics settings differ: deterministic algorithms or TF32/HF32 flags",
+}
+# The earlier stages a hint may say match, when they were compared in full and did match.
+HINT_CLAIMS = {
+    "forward": ("weights", "settings", "data"),
+    "loss": ("weights", "forward"),
+    "grads": ("loss",),
+    "update": ("loss", "grads"),
+}
+SINGULAR_TITLES = {"step-0 loss", "forward", "optimizer", "training mode", "environment", "parameter count"}
+# A cause that is its stage's exception: (stage, mismatch name) -> (what it is, where to look).
+CAUSE_HINTS = {
+    ("env", "seed"): ("seed", "the runs are seeded differently: the initial weights, the data order and the dropout masks "
+    "all follow from the seed; seed both sides identically (or transfer the weights and feed the same batch)"),
+    ("names", "<model>"): ("different models", "the two fingerprints are of different networks: capture the same model on both sides "
+    "(a mapping file helps only when the layers are the same under other names)"),
 }
 
 LINES_PER_STAGE = 8
@@ -51,16 +67,36 @@ def render_text(result: "ComparisonResult") -> str:
                  f"activation rtol {result.activation_rtol:g}")
     if result.ok:
         unrecorded = [o.title for o in result.stages if o.skipped]
+        partly = [o.title for o in result.stages if o.partial]
         extra = f"; not compared: {', '.join(unrecorded)}" if unrecorded else ""
+        extra += f"; compared by statistics only: {', '.join(partly)}" if partly else ""
         lines.append(f"Verdict: PARITY ({tolerance}{extra})")
         return "\n".join(lines)
     causes, following = len(result.causes), len(result.mismatches) - len(result.causes)
-    first = next(o for o in result.stages if any(m.is_cause for m in o.mismatches))
+    first = first_cause_stage(result)
     also = f", and {_follow(following)} from {'it' if causes == 1 else 'them'}" if following else ""
+    special = CAUSE_HINTS.get((first.stage, result.causes[0].name))
+    named = f" ({special[0]})" if special else ""
     lines.append(f"Verdict: MISMATCH, {causes} difference{'s' if causes != 1 else ''}{also} ({tolerance}); "
-                 f"fix '{first.title}' first")
-    lines.append(f"Hint: {HINTS[first.stage]}")
+                 f"fix '{first.title}'{named} first")
+    lines.append(f"Hint: {_hint(result, first)}")
+    lines.extend(f"Note: {note}" for note in result.notes)
     return "\n".join(lines)
+
+
+def _hint(result: "ComparisonResult", first: "StageOutcome") -> str:
+    """Where to look, saying which earlier stages match only of those that were compared in full."""
+    special = CAUSE_HINTS.get((first.stage, result.causes[0].name))
+    if special:
+        return special[1]
+    outcomes = {o.stage: o for o in result.stages}
+    matched = [TITLES[stage] for stage in HINT_CLAIMS.get(first.stage, ())
+               if outcomes[stage].compared_fully and not outcomes[stage].mismatches]
+    if not matched:
+        return HINTS[first.stage]
+    listed = matched[0] if len(matched) == 1 else ", ".join(matched[:-1]) + f" and {matched[-1]}"
+    singular = len(matched) == 1 and matched[0] in SINGULAR_TITLES
+    return f"{listed} {'matches' if singular else 'match'}, but {HINTS[first.stage]}"
 
 
 def _status(outcome: "StageOutcome") -> str:
@@ -73,6 +109,8 @@ def _status(outcome: "StageOutcome") -> str:
         return f"differs: {outcome.summary or outcome.mismatches[0].message} (follows from {origin})"
     if outcome.skipped:
         return outcome.skipped
+    if outcome.partial:
+        return f"partly compared: {outcome.summary} ({outcome.partial})"
     return "ok" + (f": {outcome.summary}" if outcome.summary else "")
 
 
