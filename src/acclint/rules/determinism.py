@@ -10,6 +10,7 @@ from acclint.linter.edits import InsertLine, InsertStatement, ReplaceValue, SetA
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
 from acclint.rules.deterministic_ops import nondeterministic_uses
+from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
 
 
@@ -587,11 +588,12 @@ class HcclDeterministicUnset(ProgramRule):
         if not self._needs_hccl(facts) and not npu_launch:
             return
         launches = npu_launch or [(launch, None) for _, launch in ctx.program.launches]
+        opt_in = facts.optional_effects.get("hccl-deterministic")
         for launch, evidence in launches:
-            ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true",
+            ctx.report_shell(self, launch.span, self._message(evidence, opt_in), fix="export HCCL_DETERMINISTIC=true",
                              autofix=_EXPORT_HCCL)
         if not launches:
-            self.report_program(ctx, self._message(None), "export HCCL_DETERMINISTIC=true in the launch script")
+            self.report_program(ctx, self._message(None, opt_in), "export HCCL_DETERMINISTIC=true in the launch script")
 
     def check_shell(self, ctx: ProgramContext, shell) -> None:
         """NPU launch scripts whose training script is not part of the scan."""
@@ -608,10 +610,12 @@ class HcclDeterministicUnset(ProgramRule):
                                      autofix=_EXPORT_HCCL)
 
     @staticmethod
-    def _message(evidence: Optional[str]) -> str:
+    def _message(evidence: Optional[str], opt_in=None) -> str:
         why = f" (an NPU launch: {evidence})" if evidence else ""
+        opted = (f" The program sets it only on an opt-in path: "
+                 f"{runs_only_when(opt_in.source.describe(), opt_in.guard, opt_in.default)}." if opt_in else "")
         return (f"HCCL_DETERMINISTIC is not set to true for this multi-card NPU run{why}: HCCL reductions "
-                "(AllReduce/ReduceScatter) sum in a varying order.")
+                f"(AllReduce/ReduceScatter) sum in a varying order.{opted}")
 
 
 def _multi_process(launch) -> bool:
