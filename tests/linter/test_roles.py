@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
+
+import pytest
 
 from acclint.linter.analyze import analyze_file
 from acclint.linter import roles
@@ -103,3 +106,58 @@ def test_nodes_cover_nested_functions_and_nothing_outside(tmp_path):
     outside = [c.node for c in facts.calls if c.scope == "<module>"]
     assert inside and set(inside) <= nodes
     assert outside and not set(outside) & nodes
+
+
+@pytest.mark.parametrize("path, role", [
+    ("tests/test_training/test_loss.py", "test"),
+    ("tests/st/shell_scripts/pretrain.sh", "test"),
+    ("src/pkg/testing/_internal/common.py", "test"),
+    ("pkg/test_utils.py", "test"),
+    ("conftest.py", "test"),
+    ("test/train_full_8p.sh", None),  # Ascend ModelZoo's launch scripts live in test/
+    ("train.py", None),
+    ("contest/train.py", None),
+])
+def test_path_roles(path, role):
+    assert roles.path_role(path) == role
+
+
+def test_setup_py_is_packaging(tmp_path):
+    facts = facts_of(tmp_path, """
+        import glob
+        from setuptools import setup
+
+        setup(name="pkg", package_data={"pkg": glob.glob("pkg/*.json")})
+    """, "setup.py")
+    assert roles.file_role(facts) == "packaging"
+    assert roles.file_role(facts_of(tmp_path, "import torch\n", "train.py")) is None
+
+
+NPU_TRAIN = """\
+import torch
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    torch.distributed.init_process_group(backend="hccl")
+    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+"""
+NPU_LAUNCH = "#!/bin/bash\ntorchrun --nproc_per_node 8 {script}\n"
+
+
+def _scan(root):
+    from click.testing import CliRunner
+
+    from acclint.cli import main
+
+    result = CliRunner().invoke(main, ["scan", str(root), "--format", "json", "--no-cache", "--select", "ACL205"])
+    return {(f["path"].replace("\\", "/").split(str(root.name) + "/")[-1], f["rule"])
+            for f in json.loads(result.output)["findings"]}
+
+
+def test_test_folders_are_not_reported_but_modelzoo_launch_folders_are(tmp_path):
+    for folder in ("tests/st", "test"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "train.py").write_text(NPU_TRAIN)
+        (tmp_path / folder / "run_8p.sh").write_text(NPU_LAUNCH.format(script=f"{folder}/train.py"))
+    assert _scan(tmp_path) == {("test/run_8p.sh", "ACL205")}

@@ -18,7 +18,7 @@ from acclint.linter.facts import FileFacts
 from acclint.linter.frameworks import applies, file_frameworks
 from acclint.linter.positions import node_locations
 from acclint.linter.project import ShellFacts
-from acclint.linter.roles import test_nodes
+from acclint.linter.roles import file_role, test_nodes
 from acclint.linter.source import decode_source, read_source
 from acclint.linter.suppress import suppressions
 from acclint.linter.walker import FileWalker
@@ -67,6 +67,7 @@ def _analyze_python(abspath: str, display: str, text: str, rules: list) -> FileO
     facts.spans = node_locations(module, walker.nodes)
     facts.suppressions = suppressions(text)
     facts.test_nodes = test_nodes(facts)
+    facts.role = file_role(facts)
     sink = Sink()
     context = FileContext(facts, sink)
     frameworks = file_frameworks(facts)

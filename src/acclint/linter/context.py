@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from acclint.findings import Finding, Location
+from acclint.linter.roles import path_role
 
 if TYPE_CHECKING:  # pragma: no cover
     from acclint.linter.edits import Fix
@@ -56,8 +57,8 @@ class FileContext:
 def report_at(sink: Sink, rule: "Rule", facts: "FileFacts", node: int, message: str,
               fix: Optional[str], severity: Optional[str], program: Optional[str],
               autofix: Optional["Fix"] = None) -> None:
-    if node in facts.test_nodes:
-        return  # test code runs under a test runner, not in training (linter.roles)
+    if facts.role is not None or node in facts.test_nodes:
+        return  # test code and packaging are not training (linter.roles)
     where = facts.spans[node] if 0 <= node < len(facts.spans) else Location(1, 1, 1, 1)
     sink.add(make_finding(rule, facts.path, where, message, fix, severity, autofix, facts.abspath),
              facts.suppressions, program)
@@ -81,6 +82,8 @@ class ProgramContext:
                      severity: Optional[str] = None, autofix: Optional["Fix"] = None) -> None:
         shell = self.project.shells.get(span.path)
         path = shell.path if shell else span.path
+        if path_role(path) is not None:
+            return  # a launch script of a test (linter.roles)
         where = Location(span.line, span.column, span.end_line, span.end_column)
         sink_table = shell.suppressions if shell else {}
         abspath = shell.abspath if shell else span.path

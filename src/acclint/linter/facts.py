@@ -254,6 +254,7 @@ class FileFacts:
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)
     line_count: int = 0
     test_nodes: frozenset = frozenset()  # nodes inside test code (linter.roles); never reported
+    role: Optional[str] = None  # "test" / "packaging" for a whole file that is not training (linter.roles)
 
     def calls_in(self, scope: str) -> list:
         return [c for c in self.calls if c.scope == scope]

@@ -1,13 +1,18 @@
-"""The role of code: which parts of a file are test code, whatever rule asks.
+"""The role of code: which files and which parts of a file are not training, whatever rule asks.
 
 Test code (unittest test classes and their helpers' subclasses, pytest test functions and fixtures)
 runs under a test runner, never in a training run: a `tearDown` that switches deterministic
 algorithms off, or a test that sets `cudnn.benchmark`, says nothing about how a model trains. The
 engine asks this module once per file, after the walk, and no rule reports a finding inside test
-code. The conventions are data (knowledge/training.toml, `[pytest]` and `[unittest]`).
+code. Whole files have a role too: test folders, and packaging (`setup.py`). The conventions are
+data (knowledge/training.toml, `[pytest]`, `[unittest]` and `[roles]`).
 """
 
 from __future__ import annotations
+
+import fnmatch
+from pathlib import PurePosixPath
+from typing import Optional
 
 from acclint.linter.facts import MODULE_SCOPE, FileFacts
 from acclint.linter.project import _training_table, is_pytest_file
@@ -71,3 +76,25 @@ def test_nodes(facts: FileFacts) -> frozenset:
                 nodes.add(fact.node)
     nodes.update(f.node for name, f in facts.functions.items() if name.split(".", 1)[0] in scopes)
     return frozenset(nodes)
+
+
+def path_role(path: str) -> Optional[str]:
+    """"test" for a file (Python or shell) under a test folder of the scanned tree, or named as pytest
+    names test files (`test_*.py`, `conftest.py`), else None."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    if set(parts[:-1]) & set(_training_table()["roles"]["test_folders"]):
+        return "test"
+    if parts and any(fnmatch.fnmatch(parts[-1], pattern) for pattern in _training_table()["pytest"]["files"]):
+        return "test"
+    return None
+
+
+def file_role(facts: FileFacts) -> Optional[str]:
+    """"test" or "packaging" for a file that is not training code as a whole, else None."""
+    role = path_role(facts.path)
+    if role:
+        return role
+    packaging = frozenset(_training_table()["roles"]["packaging_calls"])
+    if any(call.scope == MODULE_SCOPE and call.names & packaging for call in facts.calls):
+        return "packaging"
+    return None
