@@ -30,3 +30,11 @@ def applies(rule, frameworks: frozenset) -> bool:
     framework and the file is written against others only."""
     wanted = getattr(rule, "tensor_framework", None)
     return wanted is None or not frameworks or wanted in frameworks
+
+
+def loads_transfer_to_npu(facts: FileFacts) -> bool:
+    """The file imports transfer_to_npu, or a module whose import loads it (MindSpeed's adaptor)."""
+    modules = tuple(table("frameworks")["transfer_to_npu"]["modules"])
+    if any(name in modules for targets in facts.bindings.values() for name in targets):
+        return True
+    return any(imp.module in modules or f"{imp.module}.{imp.name}" in modules for imp in facts.imports)

@@ -10,6 +10,7 @@ from typing import Optional
 from acclint.knowledge import table
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
+from acclint.linter.frameworks import loads_transfer_to_npu
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.flow import calls_named, calls_with_method, mentions_any, receiver, value_of
 
@@ -403,6 +404,27 @@ class AutocastCudaOnNpu(Rule):
                 loss = model(torch.randn(4, 8).cuda()).sum()
             loss.backward()
         """, "transfer_to_npu maps torch.cuda.amp and 'cuda' device types to NPU"),
+        Example({
+            "pretrain.py": """
+                import mindspeed.megatron_adaptor  # noqa: F401  (loads transfer_to_npu)
+                import torch
+                import torch_npu
+
+                from model import forward_step
+
+                if __name__ == "__main__":
+                    model = torch.nn.Linear(8, 8).npu()
+                    forward_step(model, torch.randn(4, 8).npu()).backward()
+            """,
+            "model.py": """
+                import torch
+
+
+                def forward_step(model, batch):
+                    with torch.autocast("cuda", dtype=torch.bfloat16):
+                        return model(batch).sum()
+            """,
+        }, "MindSpeed's Megatron adaptor loads transfer_to_npu when imported"),
         Example.script("""
             import torch
 
@@ -417,7 +439,7 @@ class AutocastCudaOnNpu(Rule):
         # transfer_to_npu rewrites "cuda" device types (autocast included) and makes
         # torch.cuda.is_available() report NPUs: whether "cuda" is wrong depends on the whole program.
         files = ctx.program.files
-        if any(mentions_any(f, ("torch_npu.contrib.transfer_to_npu",)) for f in files):
+        if any(loads_transfer_to_npu(f) for f in files):
             return
         if not any(_npu_file(f) for f in files):
             return

@@ -8,18 +8,15 @@ from typing import ClassVar, Iterator
 
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import FileFacts
+from acclint.linter.frameworks import loads_transfer_to_npu
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ExplicitRule, ProgramRule, Written
 from acclint.rules.program_facts import ProgramFacts
 
-_SHIM = "torch_npu.contrib.transfer_to_npu"
 _DOUBLE = frozenset({"torch.cuda.DoubleTensor"})
 _JIT = frozenset({"torch.jit.script", "torch.jit.script_method"})
 
 
-def _imports_shim(file: FileFacts) -> bool:
-    return any(_SHIM in targets for targets in file.bindings.values()) or any(
-        imp.module == _SHIM or f"{imp.module}.{imp.name}" == _SHIM for imp in file.imports)
 
 
 class _ShimRule(ExplicitRule, ProgramRule):
@@ -30,7 +27,7 @@ class _ShimRule(ExplicitRule, ProgramRule):
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         files = ctx.program.files
-        shim = next((f for f in files if _imports_shim(f)), None)
+        shim = next((f for f in files if loads_transfer_to_npu(f)), None)
         if shim is None:
             return
         for file in files:
@@ -41,7 +38,7 @@ class _ShimRule(ExplicitRule, ProgramRule):
     fix_text: ClassVar[str] = ""
 
     def written(self, facts: FileFacts) -> Iterator[Written]:
-        if _imports_shim(facts):
+        if loads_transfer_to_npu(facts):
             for node, message in self.uses(facts):
                 yield Written(node, f"{message} (transfer_to_npu is imported in this file)", self.fix_text)
 
