@@ -36,6 +36,9 @@ class Step:
     fact: object
     depth: int  # 0 = written in the entry script itself
     index: int  # position in the flow
+    # Run while a local module is imported (its top level, and what that calls): library set-up, which
+    # seeds and configures like any other step but is not where the program trains.
+    importing: bool = False
 
 
 @dataclass
@@ -386,7 +389,8 @@ class Project:
         out = []
         for entry in sorted(self.entry_candidates(), key=lambda f: f.path):
             program = self.program(entry)
-            if trains((step.fact for step in program.flow), lambda call, p=program: self._builds_model(p, call)):
+            own = (step.fact for step in program.flow if not step.importing)
+            if trains(own, lambda call, p=program: self._builds_model(p, call)):
                 out.append(program)
         return out
 
@@ -436,6 +440,7 @@ class _FlowBuilder:
         self.functions: set = set()
         self._modules_run: set = set()
         self._pytest: dict = {}  # abspath -> whether pytest collects the file
+        self._importing = 0  # > 0 while a local module's import runs
 
     def run_module(self, file: FileFacts, depth: int) -> None:
         if file.abspath in self._modules_run:
@@ -451,14 +456,19 @@ class _FlowBuilder:
                 if target is not None and depth < _MAX_DEPTH:
                     self.run_module(target, depth + 1)
         # An imported module runs its top level but not its `if __name__ == "__main__":` block.
-        self.run_scope(file, MODULE_SCOPE, depth, imported=depth > 0)
+        imported = depth > 0
+        self._importing += imported
+        try:
+            self.run_scope(file, MODULE_SCOPE, depth, imported=imported)
+        finally:
+            self._importing -= imported
 
     def run_scope(self, file: FileFacts, scope: str, depth: int, imported: bool = False) -> None:
         types: dict = {}
         for fact in _scope_facts(file, scope):
             if imported and fact.in_main:
                 continue  # an imported module's `if __name__ == "__main__":` block does not run
-            self.flow.append(Step(file, fact, depth, len(self.flow)))
+            self.flow.append(Step(file, fact, depth, len(self.flow), self._importing > 0))
             if not isinstance(fact, Call) or depth >= _MAX_DEPTH:
                 continue
             target = self.project.local_target(file, fact.callee, scope, types)

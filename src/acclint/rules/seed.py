@@ -327,6 +327,41 @@ class UnseededTorch(UnseededGenerator):
         """, "a Hugging Face Trainer seeds when it is constructed (TrainingArguments.seed)"),
         Example(
             {
+                "chat.py": """
+                    import torch
+
+                    from mylib import generate
+
+                    if __name__ == "__main__":
+                        model = torch.nn.Linear(8, 8)
+                        print(generate(model, torch.ones(8)))
+                """,
+                "mylib/__init__.py": """
+                    import torch
+
+                    from mylib.autograd import wrap
+
+                    # Library set-up at import time: builds gradient machinery, trains nothing.
+                    _probe = wrap(torch.nn.Linear(2, 2))
+
+
+                    def generate(model, x):
+                        return model(x).argmax()
+                """,
+                "mylib/autograd.py": """
+                    import torch
+
+
+                    def wrap(module):
+                        out = module(torch.ones(2)).sum()
+                        out.backward()
+                        return module
+                """,
+            },
+            "an inference script: gradients computed while a library is imported are not this program training",
+        ),
+        Example(
+            {
                 "pretrain_gpt.py": """
                     from megatron.training import pretrain
 
