@@ -193,3 +193,39 @@ def test_two_scans_at_once_do_not_corrupt_the_cache(tmp_path):
     _, cache = _engine_scan(root, root / ".acclint_cache")
     assert (cache.hits, cache.misses) == (32, 0)  # every entry whole and valid
     assert not [p for p in (root / ".acclint_cache").rglob("*.tmp")]
+
+
+def test_a_warm_one_file_scan_after_a_parallel_folder_scan_reports_what_a_cold_one_does(tmp_path):
+    # Enough files for the worker pool, which analyses the largest first: each outcome must be
+    # stored under its own file's entry, not under the entry of the file at its place in the list.
+    root = tmp_path / "p"
+    (root / "runs").mkdir(parents=True)
+    (root / "runs" / "npu_run.sh").write_text(
+        "#!/bin/bash\nNPUS_PER_NODE=8\ntorchrun --nproc_per_node $NPUS_PER_NODE pretrain_llm.py\n", encoding="utf-8")
+    for index in range(20):  # sizes differ, so the pool's order differs from the folder's
+        (root / "runs" / f"other_{index:02}.sh").write_text(
+            f"#!/bin/bash\nexport HCCL_DETERMINISTIC=true\n# {'x' * 40 * index}\n"
+            "torchrun --nproc_per_node 8 pretrain_llm.py\n", encoding="utf-8")
+    rules, config = all_rules(), Config()
+    scan([root], rules, config, jobs=2, cwd=root, cache=Cache(tmp_path / "cache", rules, config))
+    given = [root / "runs" / "npu_run.sh"]
+    warm_cache = Cache(tmp_path / "cache", rules, config)
+    warm = scan(given, rules, config, jobs=2, cwd=root, cache=warm_cache)
+    cold = scan(given, rules, config, jobs=2, cwd=root)
+    assert warm_cache.hits == 1
+    assert [(f.path, f.rule) for f in cold.findings] == [("runs/npu_run.sh", "ACL205")]
+    assert warm.findings == cold.findings
+
+
+def test_an_entry_holding_another_files_outcome_is_a_miss(tmp_path):
+    root = _project(tmp_path / "p")
+    rules, config = all_rules(), Config()
+    cache = Cache(tmp_path / "cache", rules, config)
+    train, helpers = str(root / "train.py"), str(root / "helpers.py")
+    outcome, _ = cache.lookup(helpers, "helpers.py")
+    assert outcome is None
+    from acclint.linter.analyze import analyze_file
+
+    _, digest = cache.lookup(train, "train.py")
+    cache.store(train, "train.py", digest, analyze_file(helpers, "helpers.py", rules))
+    assert cache.lookup(train, "train.py")[0] is None

@@ -127,7 +127,8 @@ class Cache:
             key, content, path, outcome = pickle.loads(payload)
         except Exception:  # an unreadable pickle is a miss, whatever it raises
             return None
-        if key != self.key or content != digest or path != display or not isinstance(outcome, FileOutcome):
+        if key != self.key or content != digest or path != display or not isinstance(outcome, FileOutcome) \
+                or outcome.path != display:  # an outcome stored under another file's entry is never used
             return None
         return outcome
 
