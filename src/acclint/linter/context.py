@@ -67,6 +67,7 @@ class ProgramContext:
     project: "Project"
     sink: Sink
     cache: dict = field(default_factory=dict)  # per-program derived facts shared between rules
+    shared: dict = field(default_factory=dict)  # facts of the entry's flow alone, shared by its runs
     # Where this judgement's findings land: "python" for a program judged from its entry (its
     # launch scripts are judged by their own runs), "shell" for one run of a launch script.
     lands: str = "any"

@@ -80,8 +80,10 @@ def check_programs(project: Project, rules: list, sink: Sink, progress=None, giv
     programs = [(program, "python") for program in project.programs()]
     programs += [(run, "shell") for run in project.runs(given_shells)]
     progress.phase("checking programs", len(programs))
+    shared: dict = {}  # entry abspath -> facts of its flow, the same for the program and its runs
     for program, lands in programs:
-        context = ProgramContext(program, project, sink, lands=lands)
+        context = ProgramContext(program, project, sink, lands=lands,
+                                 shared=shared.setdefault(program.entry.abspath, {}))
         for rule in rules:
             rule.check_program(context)
         progress.advance()

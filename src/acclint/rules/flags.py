@@ -9,7 +9,7 @@ from typing import Optional
 
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import NOT_LITERAL, FlagGuard
-from acclint.rules.memo import per_program
+from acclint.rules.memo import per_flow
 
 # argparse actions whose default is not None when `default=` is not given.
 _ACTION_DEFAULTS = {"store_true": False, "store_false": True}
@@ -52,7 +52,7 @@ def _off(default: object, form: str) -> bool:
 
 
 def _declarations(ctx: ProgramContext) -> tuple:
-    return per_program(ctx, "declarations", _collect)
+    return per_flow(ctx, "declarations", _collect)
 
 
 def _collect(ctx: ProgramContext) -> tuple:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Optional
 
@@ -13,7 +13,7 @@ from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWr
 from acclint.linter.models import builds_weights
 from acclint.linter.project import Program, Step
 from acclint.rules.flags import OffByDefault, off_by_default
-from acclint.rules.memo import per_program
+from acclint.rules.memo import per_flow, per_program
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,25 @@ def program_facts(ctx: ProgramContext) -> ProgramFacts:
 
 
 def _compute(ctx: ProgramContext) -> ProgramFacts:
+    """What the entry's flow does (shared by its runs), then what its launches add."""
+    flow = per_flow(ctx, "flow_facts", _flow_facts)
+    out = replace(flow, seeded=dict(flow.seeded), effects=dict(flow.effects), effects_off=dict(flow.effects_off),
+                  uses=dict(flow.uses), imports=set(flow.imports), optional_seeds=list(flow.optional_seeds),
+                  always_seeded=set(flow.always_seeded))
+    seeding = table("seeding")
+    for shell, launch in ctx.program.launches:
+        for name, assignment in launch.effective_env().items():  # exports in force when it launches
+            _env(name, assignment.value, Source(shell_span=assignment.span, what=f"export {name}={assignment.raw}"),
+                 seeding["env"], out)
+        for flag, value in launch.flags().items():
+            known = seeding["launcher_flags"].get(flag)
+            if known:
+                for effect in known["effects"]:
+                    out.effects.setdefault(effect, Source(shell_span=value.span, what=f"--{flag}"))
+    return out
+
+
+def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
     program = ctx.program
     out = ProgramFacts()
     seeding = table("seeding")
@@ -84,15 +103,6 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
         elif isinstance(fact, EnvWrite):
             _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out)
     out.first_model = models.first
-    for shell, launch in program.launches:
-        for name, assignment in launch.effective_env().items():  # exports in force when it launches
-            _env(name, assignment.value, Source(shell_span=assignment.span, what=f"export {name}={assignment.raw}"),
-                 seeding["env"], out)
-        for flag, value in launch.flags().items():
-            known = seeding["launcher_flags"].get(flag)
-            if known:
-                for effect in known["effects"]:
-                    out.effects.setdefault(effect, Source(shell_span=value.span, what=f"--{flag}"))
     return out
 
 
