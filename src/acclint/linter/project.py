@@ -421,8 +421,8 @@ class Project:
 
     def programs(self) -> list:
         """The training programs whose entry scripts the project holds."""
-        return [program for program in (self.program(entry) for entry in sorted(self.entry_candidates(), key=lambda f: f.path))
-                if self.is_training(program.entry)]
+        entries = sorted(self.entry_candidates(), key=lambda f: f.path)
+        return [self.program(entry) for entry in entries if self.is_training(entry)]
 
     def runs(self, shells) -> list:
         """One program per launch line of `shells` that starts a training program: the launched
