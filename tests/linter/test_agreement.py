@@ -230,6 +230,28 @@ REPOSITORY = {
     "examples/moe/pretrain_moe.sh": NPU_LAUNCH.format(exports="", script="pretrain_moe.py", flags=""),
     "examples/moe/generate_moe.sh": NPU_LAUNCH.format(exports="", script="generate_moe.py", flags=""),
     "examples/moe/launch_moe.sh": NPU_LAUNCH.format(exports="", script="launcher.py", flags=""),
+    # Imports are found where Python finds them, never through the folder a scan was given:
+    # `tools/` is no import root of `tools/ft/finetune_small.py`, whether `tools/` is scanned or not.
+    "tools/common.py": """
+        import torch
+
+
+        def make_deterministic():
+            torch.use_deterministic_algorithms(True)
+    """,
+    "tools/ft/finetune_small.py": """
+        import torch
+
+        from common import make_deterministic
+
+
+        if __name__ == "__main__":
+            make_deterministic()
+            model = torch.nn.Linear(2, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.ones(2)).sum().backward()
+            optimizer.step()
+    """,
     "tests/test_gpt.py": """
         import torch
 

@@ -235,7 +235,7 @@ class Project:
                 base = os.path.dirname(base)
             bases = [base]
         else:
-            bases = dict.fromkeys([os.path.dirname(importer.abspath), *self._package_roots(importer), *self.roots,
+            bases = dict.fromkeys([os.path.dirname(importer.abspath), *self._package_roots(importer),
                                    *self._project_roots(importer)])
         for base in bases:
             stem = os.path.join(base, *parts)
