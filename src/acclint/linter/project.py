@@ -174,6 +174,8 @@ class Project:
     def __init__(self, files: list, shells: list, roots: list, loader=None):
         self.files = {f.abspath: f for f in files}
         self.shells = {s.abspath: s for s in shells}
+        # The folders the scan was given. Nothing is resolved through them (imports, launched
+        # scripts): a file's findings must not depend on what else was given.
         self.roots = [os.path.abspath(r) for r in roots]
         self.loader = loader
         self._classes_cache: dict = {}
