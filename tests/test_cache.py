@@ -128,10 +128,10 @@ def test_corrupt_and_foreign_entries_are_ignored_and_rewritten(tmp_path):
     good = {path: path.read_bytes() for path in entries}
     train_entry = next(p for p in entries if b"train.py" in p.read_bytes())
     payload = good[train_entry][len(MAGIC) + 32:]
-    key, digest, path, outcome = pickle.loads(payload)
+    key, digest, path, read_from, outcome = pickle.loads(payload)
     outcome.findings = []  # a forged entry: valid pickle, but the checksum no longer matches
-    forged = pickle.dumps((key, digest, path, outcome))
-    foreign_key = pickle.dumps(("another acclint", digest, path, outcome))
+    forged = pickle.dumps((key, digest, path, read_from, outcome))
+    foreign_key = pickle.dumps(("another acclint", digest, path, read_from, outcome))
     import hashlib
 
     damaged = [
@@ -158,7 +158,7 @@ def test_a_valid_entry_is_what_the_scan_uses(tmp_path):
     cache_root = tmp_path / "cache"
     cold, cache = _engine_scan(root, cache_root)
     target = cache.entry_path(os.path.abspath(root / "train.py"), "train.py")
-    key, digest, path, outcome = pickle.loads(target.read_bytes()[len(MAGIC) + 32:])
+    key, digest, path, read_from, outcome = pickle.loads(target.read_bytes()[len(MAGIC) + 32:])
     # The cached outcome no longer shows `cudnn.benchmark = True`: neither its facts nor the
     # per-file finding the rule made from them.
     outcome.facts.assignments = []
@@ -193,3 +193,60 @@ def test_two_scans_at_once_do_not_corrupt_the_cache(tmp_path):
     _, cache = _engine_scan(root, root / ".acclint_cache")
     assert (cache.hits, cache.misses) == (32, 0)  # every entry whole and valid
     assert not [p for p in (root / ".acclint_cache").rglob("*.tmp")]
+
+
+def test_a_warm_one_file_scan_after_a_parallel_folder_scan_reports_what_a_cold_one_does(tmp_path):
+    # Enough files for the worker pool, which analyses the largest first: each outcome must be
+    # stored under its own file's entry, not under the entry of the file at its place in the list.
+    root = tmp_path / "p"
+    (root / "runs").mkdir(parents=True)
+    (root / "runs" / "npu_run.sh").write_text(
+        "#!/bin/bash\nNPUS_PER_NODE=8\ntorchrun --nproc_per_node $NPUS_PER_NODE pretrain_llm.py\n", encoding="utf-8")
+    for index in range(20):  # sizes differ, so the pool's order differs from the folder's
+        (root / "runs" / f"other_{index:02}.sh").write_text(
+            f"#!/bin/bash\nexport HCCL_DETERMINISTIC=true\n# {'x' * 40 * index}\n"
+            "torchrun --nproc_per_node 8 pretrain_llm.py\n", encoding="utf-8")
+    rules, config = all_rules(), Config()
+    scan([root], rules, config, jobs=2, cwd=root, cache=Cache(tmp_path / "cache", rules, config))
+    given = [root / "runs" / "npu_run.sh"]
+    warm_cache = Cache(tmp_path / "cache", rules, config)
+    warm = scan(given, rules, config, jobs=2, cwd=root, cache=warm_cache)
+    cold = scan(given, rules, config, jobs=2, cwd=root)
+    assert warm_cache.hits == 1
+    assert [(f.path, f.rule) for f in cold.findings] == [("runs/npu_run.sh", "ACL205")]
+    assert warm.findings == cold.findings
+
+
+def test_an_entry_holding_another_files_outcome_is_a_miss(tmp_path):
+    root = _project(tmp_path / "p")
+    rules, config = all_rules(), Config()
+    cache = Cache(tmp_path / "cache", rules, config)
+    train, helpers = str(root / "train.py"), str(root / "helpers.py")
+    outcome, _ = cache.lookup(helpers, "helpers.py")
+    assert outcome is None
+    from acclint.linter.analyze import analyze_file
+
+    _, digest = cache.lookup(train, "train.py")
+    cache.store(train, "train.py", digest, analyze_file(helpers, "helpers.py", rules))
+    assert cache.lookup(train, "train.py")[0] is None
+
+
+def test_a_changed_sourced_file_changes_a_warm_scan_of_the_launch_script(tmp_path):
+    # A launch script's facts include what it sources: its entry is good only while those files
+    # (and the ones looked for but absent) are as they were.
+    root = tmp_path / "p"
+    (root / "recipes").mkdir(parents=True)
+    (root / "recipes" / "run.sh").write_text(
+        "#!/bin/bash\nsource env.sh\ntorchrun --nproc_per_node 8 pretrain_llm.py\n", encoding="utf-8")
+    rules, config = all_rules(), Config()
+
+    def rules_found(warm: bool) -> list:
+        cache = Cache(tmp_path / "cache", rules, config) if warm else None
+        return [f.rule for f in scan([root / "recipes" / "run.sh"], rules, config, jobs=1, cwd=root, cache=cache).findings]
+
+    assert rules_found(warm=True) == rules_found(warm=False) == []  # not shown to be an NPU run
+    (root / "env.sh").write_text("export ASCEND_HOME=/usr/local/Ascend\n", encoding="utf-8")  # appears above
+    assert rules_found(warm=True) == rules_found(warm=False) == ["ACL205"]
+    (root / "env.sh").write_text("export ASCEND_HOME=/usr/local/Ascend\nexport HCCL_DETERMINISTIC=true\n",
+                                 encoding="utf-8")
+    assert rules_found(warm=True) == rules_found(warm=False) == []

@@ -19,7 +19,6 @@ from acclint.linter.rulebase import Rule, code
 from acclint.rules import all_rules
 
 RULES = all_rules()
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def write(root: Path, files: dict) -> Path:
@@ -40,73 +39,7 @@ def keyed(result, path: str) -> set:
     return {(f.rule, f.line, f.column, f.message) for f in result.findings if f.path == path}
 
 
-def program_starts(folder: Path) -> set:
-    """Relative paths of the files that start a program in a scan of `folder`: entry scripts of
-    training programs and the launch scripts that run them."""
-    outcomes = [analyze_file(str(p), p.relative_to(folder).as_posix(), []) for p in discover([folder], folder).files]
-    facts = [o.facts for o in outcomes if o.facts is not None]
-    project = Project([f for f in facts if isinstance(f, FileFacts)],
-                      [f for f in facts if not isinstance(f, FileFacts)], [str(folder)])
-    starts = set()
-    for program in project.programs():
-        starts.add(program.entry.path)
-        starts.update(shell.path for shell, _ in program.launches)
-    return starts
-
-
-def per_file_findings(folder: Path, relative: str) -> set:
-    outcome = analyze_file(str(folder / relative), relative, RULES)
-    return {(f.rule, f.line, f.column, f.message) for f, *_ in outcome.findings}
-
-
-def assert_agree(folder: Path) -> int:
-    """`scan FILE` and `scan FOLDER` agree on FILE's findings for every file of the folder. A file
-    that starts no program (a helper given alone) may lack only program findings. Returns the
-    number of files that start a program."""
-    whole = findings([folder], folder)
-    starts = program_starts(folder)
-    for path in discover([folder], folder).files:
-        relative = path.relative_to(folder).as_posix()
-        alone = keyed(findings([path], folder), relative)
-        together = keyed(whole, relative)
-        if relative in starts:
-            assert alone == together, (relative, alone ^ together)
-        else:
-            assert alone <= together, (relative, alone - together)
-            assert per_file_findings(folder, relative) <= alone, relative
-    return len(starts & {p.relative_to(folder).as_posix() for p in discover([folder], folder).files})
-
-
-def test_every_bundled_example_agrees_alone_and_in_its_folder(tmp_path):
-    shutil.copytree(EXAMPLES, tmp_path / "examples")
-    assert assert_agree(tmp_path / "examples") >= 4  # three entry scripts, launch scripts
-
-
-EXAMPLE_FIXTURES = [
-    pytest.param(example, id=f"{rule.code}-{kind}-{index}")
-    for rule in RULES
-    for kind, examples in (("invalid", rule.invalid), ("valid", rule.valid))
-    for index, example in enumerate(examples)
-]
-
-
-@pytest.mark.parametrize("example", EXAMPLE_FIXTURES)
-def test_every_rule_example_agrees_alone_and_in_its_folder(example, tmp_path):
-    for relative, source in example.on_disk().items():
-        target = tmp_path / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(source, encoding="utf-8")
-    assert_agree(tmp_path)
-
-
-def test_the_rule_examples_that_start_programs_are_checked():
-    # The agreement test above is only as strong as the fixtures that start a program: the rules
-    # that judge whole programs must mostly be exemplified by programs.
-    program_rules = [rule for rule in RULES if type(rule).check_program is not Rule.check_program]
-    examples = [example for rule in program_rules for example in rule.invalid + rule.valid]
-    starting = sum(any("__main__" in source or "value_and_grad" in source for source in example.files.values())
-                   for example in examples)
-    assert program_rules and starting >= len(examples) // 2
+# The agreement of one-file, folder, cold and warm scans on every example: test_agreement.py.
 
 
 SEED_HELPER = """

@@ -159,5 +159,5 @@ def test_test_folders_are_not_reported_but_modelzoo_launch_folders_are(tmp_path)
     for folder in ("tests/st", "test"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "train.py").write_text(NPU_TRAIN)
-        (tmp_path / folder / "run_8p.sh").write_text(NPU_LAUNCH.format(script=f"{folder}/train.py"))
+        (tmp_path / folder / "run_8p.sh").write_text(NPU_LAUNCH.format(script="train.py"))
     assert _scan(tmp_path) == {("test/run_8p.sh", "ACL205")}

@@ -7,8 +7,9 @@ change in a helper still changes the findings of the entry point that imports it
 Layout, as ruff's: `<root>/.acclint_cache/` with a `.gitignore` of `*`, one folder per settings
 key (acclint's version and sources, the rule set, the configuration the per-file pass sees), one
 entry per scanned path. An entry is `MAGIC + sha256(payload) + payload` (a pickle of the settings
-key, the content hash, the path and the outcome); anything that does not check out, or whose key
-or content hash differs, is a miss and is rewritten. Entries are written atomically, so two scans
+key, the content hash, the path, the content hashes of the other files the outcome was read from
+(a launch script's sourced files, and those it looked for) and the outcome); anything that does
+not check out, or whose key or any content hash differs, is a miss and is rewritten. Entries are written atomically, so two scans
 running at once each see whole entries.
 """
 
@@ -26,7 +27,7 @@ from acclint.linter.analyze import FileOutcome
 from acclint.linter.atomic import write_atomic
 
 CACHE_DIR_NAME = ".acclint_cache"
-MAGIC = b"acclint-cache\x00v1\n"
+MAGIC = b"acclint-cache\x00v2\n"
 _DIGEST = 32  # bytes of sha256
 _GITIGNORE = "# Created by acclint automatically.\n*\n"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# acclint cache; see https://bford.info/cachedir/\n"
@@ -124,16 +125,20 @@ class Cache:
         if hashlib.sha256(payload).digest() != data[len(MAGIC):len(MAGIC) + _DIGEST]:
             return None  # torn or tampered: never trusted
         try:
-            key, content, path, outcome = pickle.loads(payload)
+            key, content, path, read_from, outcome = pickle.loads(payload)
         except Exception:  # an unreadable pickle is a miss, whatever it raises
             return None
-        if key != self.key or content != digest or path != display or not isinstance(outcome, FileOutcome):
+        if key != self.key or content != digest or path != display or not isinstance(outcome, FileOutcome) \
+                or outcome.path != display:  # an outcome stored under another file's entry is never used
             return None
+        if any(_content_digest(other) != other_digest for other, other_digest in read_from):
+            return None  # a sourced file changed, appeared or went away: read the script again
         return outcome
 
     def _store(self, abspath: str, display: str, digest: str, outcome: FileOutcome) -> None:
         try:
-            payload = pickle.dumps((self.key, digest, display, outcome), protocol=pickle.HIGHEST_PROTOCOL)
+            read_from = tuple((other, _content_digest(other)) for other in _read_from(outcome))
+            payload = pickle.dumps((self.key, digest, display, read_from, outcome), protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
             return  # not cacheable: computed again next time
         try:
@@ -153,6 +158,14 @@ class Cache:
             if not marker.exists():
                 write_atomic(marker, text.encode("utf-8"))
         self._ready = True
+
+
+def _read_from(outcome: FileOutcome) -> list:
+    """The other files an outcome depends on: those a launch script sourced or looked for."""
+    script = getattr(outcome.facts, "script", None)
+    if script is None:
+        return []
+    return sorted({*script.sourced, *script.source_lookups})
 
 
 def _content_digest(abspath: str) -> Optional[str]:

@@ -70,16 +70,23 @@ class ProgramContext:
     project: "Project"
     sink: Sink
     cache: dict = field(default_factory=dict)  # per-program derived facts shared between rules
+    shared: dict = field(default_factory=dict)  # facts of the entry's flow alone, shared by its runs
+    # Where this judgement's findings land: "python" for a program judged from its entry (its
+    # launch scripts are judged by their own runs), "shell" for one run of a launch script.
+    lands: str = "any"
 
     def report(self, rule: "Rule", facts: "FileFacts", node: int, message: str, *,
                fix: Optional[str] = None, severity: Optional[str] = None, autofix: Optional["Fix"] = None) -> None:
-        report_at(self.sink, rule, facts, node, message, fix, severity, self._entry(), autofix)
+        if self.lands != "shell":
+            report_at(self.sink, rule, facts, node, message, fix, severity, self._entry(), autofix)
 
     def _entry(self) -> Optional[str]:
         return self.program.entry.path if self.program is not None else None
 
     def report_shell(self, rule: "Rule", span: "Span", message: str, *, fix: Optional[str] = None,
                      severity: Optional[str] = None, autofix: Optional["Fix"] = None) -> None:
+        if self.lands == "python":
+            return
         shell = self.project.shells.get(span.path)
         path = shell.path if shell else span.path
         if path_role(path) is not None:

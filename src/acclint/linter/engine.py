@@ -76,18 +76,25 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
                            cache=cache.without_rules() if cache is not None else None, gitignore=gitignore)
     project = Project(python_facts, shell_facts, [str(r) for r in roots], loader=loader)
     read_context(project, python_facts, shell_facts, loader, jobs)
-    check_programs(project, rules, sink, progress)
+    check_programs(project, rules, sink, progress, shell_facts)
     result.findings = _filter(sink, config, given={display for _, display in jobs_list})
     return result
 
 
-def check_programs(project: Project, rules: list, sink: Sink, progress=None) -> None:
+def check_programs(project: Project, rules: list, sink: Sink, progress=None, given_shells=()) -> None:
+    """Each training program, judged with the launch scripts beside its entry, reports on Python
+    files; each run a given launch script starts reports on that launch script (see
+    Project.runs). Either way a file's findings depend on that file and what it reaches on disk,
+    never on what else the scan was given."""
     progress = progress or NoProgress()
     progress.phase("following programs")
-    programs = project.programs()
+    programs = [(program, "python") for program in project.programs()]
+    programs += [(run, "shell") for run in project.runs(given_shells)]
     progress.phase("checking programs", len(programs))
-    for program in programs:
-        context = ProgramContext(program, project, sink)
+    shared: dict = {}  # entry abspath -> facts of its flow, the same for the program and its runs
+    for program, lands in programs:
+        context = ProgramContext(program, project, sink, lands=lands,
+                                 shared=shared.setdefault(program.entry.abspath, {}))
         for rule in rules:
             rule.check_program(context)
         progress.advance()

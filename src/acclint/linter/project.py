@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -176,12 +177,16 @@ class Project:
     def __init__(self, files: list, shells: list, roots: list, loader=None):
         self.files = {f.abspath: f for f in files}
         self.shells = {s.abspath: s for s in shells}
+        # The folders the scan was given. Nothing is resolved through them (imports, launched
+        # scripts): a file's findings must not depend on what else was given.
         self.roots = [os.path.abspath(r) for r in roots]
         self.loader = loader
         self._classes_cache: dict = {}
         self._module_cache: dict = {}
         self._package_root_cache: dict = {}
         self._project_root_cache: dict = {}
+        self._flow_cache: dict = {}  # entry abspath -> (flow, files, functions)
+        self._trains_cache: dict = {}  # entry abspath -> whether it trains
 
     def add(self, files: list = (), shells: list = ()) -> None:
         for file in files:
@@ -190,6 +195,8 @@ class Project:
             self.shells[shell.abspath] = shell
         self._module_cache.clear()
         self._classes_cache.clear()
+        self._flow_cache.clear()  # a file added may be a module a flow reaches
+        self._trains_cache.clear()
 
     # -- modules -----------------------------------------------------------------------------
     def module_file(self, importer: FileFacts, module: str) -> Optional[FileFacts]:
@@ -233,7 +240,7 @@ class Project:
                 base = os.path.dirname(base)
             bases = [base]
         else:
-            bases = dict.fromkeys([os.path.dirname(importer.abspath), *self._package_roots(importer), *self.roots,
+            bases = dict.fromkeys([os.path.dirname(importer.abspath), *self._package_roots(importer),
                                    *self._project_roots(importer)])
         for base in bases:
             stem = os.path.join(base, *parts)
@@ -252,7 +259,9 @@ class Project:
 
     def _project_roots(self, importer: FileFacts) -> list:
         """The nearest enclosing project root and its `src/` (an installed project imports from there)."""
-        start = os.path.dirname(importer.abspath)
+        return self._project_roots_of(os.path.dirname(importer.abspath))
+
+    def _project_roots_of(self, start: str) -> list:
         if start not in self._project_root_cache:
             self._project_root_cache[start] = self._find_project_root(start)
         return self._project_root_cache[start]
@@ -367,32 +376,92 @@ class Project:
         return [f for f in self.files.values() if is_entry_candidate(f)]
 
     def launch_candidates(self, shell: ShellFacts, script: Optional[str]) -> list:
-        """Where on disk the Python script a launch line runs may be: beside the launch script or
-        under a scan root."""
+        """Where on disk the Python script a launch line runs may be: beside the launch script, else
+        in a folder above it up to its project root (recipes are run from the repository root:
+        `bash examples/llama/pretrain.sh` starting `pretrain_gpt.py`). Never the scan's roots or
+        the other files given: a launch script is judged the same whatever else was scanned."""
         if not script or not script.endswith(".py"):
             return []
         script = script.replace("\\", "/")
-        return [os.path.normpath(os.path.join(base, script)) for base in (os.path.dirname(shell.abspath), *self.roots)]
+        if os.path.isabs(script):
+            return [os.path.normpath(script)]
+        return [os.path.normpath(os.path.join(folder, script)) for folder in self._launch_folders(shell.abspath)]
+
+    def _launch_folders(self, abspath: str) -> list:
+        folder = os.path.dirname(abspath)
+        top = (self._project_roots_of(folder) or [folder])[0]
+        folders = [folder]
+        while folder != top and os.path.dirname(folder) != folder and folder.startswith(top):
+            folder = os.path.dirname(folder)
+            folders.append(folder)
+        return folders
+
+    def launch_target(self, shell: ShellFacts, script: Optional[str]) -> Optional[FileFacts]:
+        """The Python file a launch line runs, read from disk (as context) when the scan was not
+        given it; None when it is not on disk (or not a `*.py` script)."""
+        for candidate in self.launch_candidates(shell, script):
+            found = self.files.get(candidate)
+            if found is None and self.loader is not None and self.loader.available(candidate):
+                found = self.loader.load(candidate)
+                if found is not None:  # as module_file does: flows built so far did not need it
+                    self.files[candidate] = found
+            if found is not None:
+                return found
+        return None
 
     def program(self, entry: FileFacts) -> Program:
-        builder = _FlowBuilder(self)
-        builder.run_module(entry, depth=0)
+        """The program `entry` starts, with the launches that run it from launch scripts beside it:
+        those, and only those, are what a scan of the entry alone reads too (DESIGN.md, "Files
+        given and context"). Launch scripts elsewhere are judged by their own runs (`runs`)."""
+        flow, files, functions = self._flow(entry)
+        folder = os.path.dirname(entry.abspath)
         launches = [
             (shell, launch)
             for shell in self.shells.values()
+            if os.path.dirname(shell.abspath) == folder
             for launch in shell.script.launches
-            if self._launches_file(shell, launch.script, entry)
+            if self.launch_target(shell, launch.script) is entry
         ]
-        return Program(entry, builder.flow, builder.files, launches, builder.functions)
+        return Program(entry, flow, files, launches, functions)
 
     def programs(self) -> list:
+        """The training programs whose entry scripts the project holds."""
+        entries = sorted(self.entry_candidates(), key=lambda f: f.path)
+        return [self.program(entry) for entry in entries if self.is_training(entry)]
+
+    def runs(self, shells) -> list:
+        """One program per launch line of `shells` that starts a training program: the launched
+        script's flow with that launch alone. A launch script's findings come from its own runs,
+        so they depend on the script it launches (found on disk) and not on what else was given;
+        a launch of an inference, evaluation, conversion or data-preparation script starts no
+        training run and is not judged as one."""
         out = []
-        for entry in sorted(self.entry_candidates(), key=lambda f: f.path):
-            program = self.program(entry)
-            own = (step.fact for step in program.flow if not step.importing)
-            if trains(own, lambda call, p=program: self._builds_model(p, call)):
-                out.append(program)
+        for shell in shells:
+            for launch in shell.script.launches:
+                entry = self.launch_target(shell, launch.script)
+                if entry is not None and self.is_training(entry):
+                    flow, files, functions = self._flow(entry)
+                    out.append(Program(entry, flow, files, [(shell, launch)], functions))
         return out
+
+    def is_training(self, entry: FileFacts) -> bool:
+        """Whether running `entry` as a script trains (training.toml's definition)."""
+        known = self._trains_cache.get(entry.abspath)
+        if known is None:
+            flow, files, functions = self._flow(entry)
+            program = Program(entry, flow, files, [], functions)
+            known = self._trains_cache[entry.abspath] = trains(
+                (step.fact for step in flow if not step.importing), lambda call: self._builds_model(program, call))
+        return known
+
+    def _flow(self, entry: FileFacts) -> tuple:
+        """(flow, files, functions reached) of what `entry` runs, built once per entry."""
+        built = self._flow_cache.get(entry.abspath)
+        if built is None:
+            builder = _FlowBuilder(self)
+            builder.run_module(entry, depth=0)
+            built = self._flow_cache[entry.abspath] = (builder.flow, builder.files, builder.functions)
+        return built
 
     def _builds_model(self, program: Program, call: Call) -> bool:
         if _is_layer(call):
@@ -403,22 +472,17 @@ class Project:
             return False
         return bool(self.class_names(*target) & frozenset(_training_table()["models"]["bases"]))
 
-    def _launches_file(self, shell: ShellFacts, script: Optional[str], entry: FileFacts) -> bool:
-        return self.launch_target(shell, script) is entry
 
-    def launch_target(self, shell: ShellFacts, script: Optional[str]) -> Optional[FileFacts]:
-        """The scanned file a launch line runs: next to the launch script, under a scan root, or
-        the only scanned file whose path ends with it (scripts often `cd` to the repo root)."""
-        if not script or not script.endswith(".py"):
-            return None
-        for candidate in self.launch_candidates(shell, script):
-            found = self.files.get(candidate)
-            if found is not None:
-                return found
-        script = script.replace("\\", "/")
-        tail = "/" + script.lstrip("./")
-        matches = [f for path, f in self.files.items() if path.replace("\\", "/").endswith(tail)]
-        return matches[0] if len(matches) == 1 else None
+def launch_trains(launch) -> bool:
+    """Whether a launch line whose script is not on disk shows it trains (training.toml
+    [launches]): a training word in the script's name or a flag only training reads, and no word
+    of another role (inference, evaluation, conversion, data preparation, tests). Without such
+    signs acclint cannot tell what it runs, and says nothing."""
+    signs = _training_table()["launches"]
+    words = set(re.split(r"[^a-z0-9]+", os.path.basename((launch.script or "").lower()).removesuffix(".py")))
+    if words & set(signs["other_roles"]):
+        return False
+    return bool(words & set(signs["training_words"])) or bool(set(launch.flags()) & set(signs["training_flags"]))
 
 
 def is_entry_candidate(file: FileFacts) -> bool:

@@ -69,6 +69,7 @@ def gc_paused():
 
 
 def analyse_files(jobs_list: list, rules: list, jobs: int, advance=lambda count=1: None) -> list:
+    """The outcome of each of `jobs_list` ((abspath, display) pairs), in the same order."""
     with gc_paused():
         if jobs <= 1 or len(jobs_list) < PARALLEL_THRESHOLD:
             outcomes = []
@@ -78,14 +79,16 @@ def analyse_files(jobs_list: list, rules: list, jobs: int, advance=lambda count=
                 if number % _COLLECT_EVERY == 0:
                     gc.collect()
             return outcomes
-        # Largest files first, one at a time: sizes vary by 1000x and neighbours cluster.
-        ordered = sorted(jobs_list, key=lambda job: -_size(job[0]))
+        # Largest files first, one at a time: sizes vary by 1000x and neighbours cluster. The
+        # outcomes go back in the order of `jobs_list`: callers pair them with their jobs (the
+        # cache stores each under its job's path).
+        order = sorted(range(len(jobs_list)), key=lambda index: -_size(jobs_list[index][0]))
+        outcomes: list = [None] * len(jobs_list)
         with start_pool(rules, jobs) as pool:
-            outcomes = []
-            for outcome in pool.map(analyse_in_worker, ordered, chunksize=1):
-                outcomes.append(outcome)
+            for index, outcome in zip(order, pool.map(analyse_in_worker, [jobs_list[i] for i in order], chunksize=1)):
+                outcomes[index] = outcome
                 advance()
-            return outcomes
+        return outcomes
 
 
 def _size(path: str) -> int:

@@ -7,6 +7,7 @@ from typing import Optional
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, ReplaceValue, SetArgument, safe_fix, unsafe_fix
+from acclint.linter.project import launch_trains
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
 from acclint.rules.deterministic_ops import nondeterministic_uses
@@ -410,9 +411,13 @@ class HcclDeterministicUnset(ProgramRule):
     severity = "warning"
     summary = "HCCL collectives without HCCL_DETERMINISTIC=true"
     doc = RuleDoc(
-        what="Reports an Ascend multi-card run (an `hccl` process group, `mindspore.communication.init`, or an "
-        "NPU launch script with torchrun/msrun) where `HCCL_DETERMINISTIC` is not set to `true`/`strict` in the "
-        "launch script or the program.",
+        what="Reports an Ascend multi-card training run (an `hccl` process group, `mindspore.communication.init`, "
+        "or an NPU launch script with torchrun/msrun) where `HCCL_DETERMINISTIC` is not set to `true`/`strict` in "
+        "the launch script or the program. A launch line is judged with the script it runs, found on disk beside "
+        "it or in a folder above it up to the project root: a launch of an inference, evaluation, conversion or "
+        "data-preparation script (one that does not train) is not reported. When the script is not on disk, the "
+        "launch line is reported only if it shows it trains (a training word in the script's name such as "
+        "`pretrain_gpt.py`, or a flag such as `--train-iters`).",
         why="HCCL's reduction collectives (AllReduce, ReduceScatter, Reduce) are nondeterministic by default "
         "(`false`): gradient sums change order between runs, so loss curves drift apart even on the same NPUs. "
         "NCCL on the GPU side has its own order; only a deterministic HCCL makes NPU runs repeatable.",
@@ -518,6 +523,16 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a MindSpeed-LLM recipe: NPUS_PER_NODE and MindSpeed-only flags, no Ascend variable",
         ),
+        Example(
+            {
+                "scripts/run_npu.sh": """
+                    #!/bin/bash
+                    export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3
+                    torchrun --nproc_per_node 4 run.py --train-iters 1000  # expect: ACL205
+                """,
+            },
+            "a script that is not on disk, with a flag only training reads",
+        ),
     )
     valid = (
         Example(
@@ -570,6 +585,36 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a single-process data tool in an NPU script",
         ),
+        Example(
+            {
+                "pyproject.toml": "",
+                "inference.py": """
+                    import torch
+
+
+                    if __name__ == "__main__":
+                        torch.distributed.init_process_group(backend="hccl")
+                        model = torch.nn.Linear(2, 1)
+                        print(model(torch.ones(2)))
+                """,
+                "examples/llama/generate_llama.sh": """
+                    #!/bin/bash
+                    NPUS_PER_NODE=8
+                    torchrun --nproc_per_node $NPUS_PER_NODE inference.py --max-new-tokens 64
+                """,
+            },
+            "a multi-card NPU launch of an inference script (found at the repository root): no training run",
+        ),
+        Example(
+            {
+                "eval_npu.sh": """
+                    #!/bin/bash
+                    source /usr/local/Ascend/ascend-toolkit/set_env.sh
+                    msrun --worker_num 8 evaluation.py --task mmlu
+                """,
+            },
+            "a launch of a script that is not on disk and whose name says it evaluates",
+        ),
     )
 
     def _needs_hccl(self, facts: ProgramFacts) -> bool:
@@ -596,15 +641,17 @@ class HcclDeterministicUnset(ProgramRule):
             self.report_program(ctx, self._message(None, opt_in), "export HCCL_DETERMINISTIC=true in the launch script")
 
     def check_shell(self, ctx: ProgramContext, shell) -> None:
-        """NPU launch scripts whose training script is not part of the scan."""
+        """NPU launch scripts whose training script is not on disk."""
         if _shell_sets(shell.script.final_env(), "HCCL_DETERMINISTIC"):
             return
         evidence = _ascend_evidence(shell)
         if evidence is None:
             return
         for launch in shell.script.launches:
-            if launch.script and _multi_process(launch) and not _scanned_entry(ctx, shell, launch) \
-                    and "npu-deterministic" not in launch.flags():
+            # A script found on disk is judged by its run (a training program) or is no training
+            # launch; one that is not on disk counts only where the launch line shows it trains.
+            if _multi_process(launch) and "npu-deterministic" not in launch.flags() \
+                    and ctx.project.launch_target(shell, launch.script) is None and launch_trains(launch):
                 if not _shell_sets(launch.effective_env(), "HCCL_DETERMINISTIC"):
                     ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true",
                                      autofix=_EXPORT_HCCL)
@@ -655,10 +702,6 @@ def _ascend_evidence(shell) -> Optional[str]:
         if flag is not None:
             return f"it passes the MindSpeed flag --{flag}"
     return None
-
-
-def _scanned_entry(ctx: ProgramContext, shell, launch) -> bool:
-    return ctx.project.launch_target(shell, launch.script) is not None
 
 
 class MindSporeDeterministicOff(EffectRule):

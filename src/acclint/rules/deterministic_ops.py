@@ -14,7 +14,7 @@ from acclint.linter.context import ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule
-from acclint.rules.memo import per_program
+from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts
 
 
@@ -120,7 +120,7 @@ def raising_use(file: FileFacts, call: Call) -> Optional[OpUse]:
 def reached_calls(ctx: ProgramContext) -> list:
     """(file, call) for the calls a program runs: its flow, and the methods (forward) of the classes
     whose constructors it runs."""
-    return per_program(ctx, "reached-calls", _reached_calls)
+    return per_flow(ctx, "reached-calls", _reached_calls)
 
 
 def _reached_calls(ctx: ProgramContext) -> list:
@@ -144,13 +144,18 @@ def _reached_calls(ctx: ProgramContext) -> list:
 
 
 def raising_uses(ctx: ProgramContext) -> list:
-    return per_program(ctx, "raising-op-uses", lambda c: [use for file, call in reached_calls(c)
+    return per_flow(ctx, "raising-op-uses", lambda c: [use for file, call in reached_calls(c)
                                                            if (use := raising_use(file, call)) is not None])
 
 
 def nondeterministic_uses(ctx: ProgramContext, facts: ProgramFacts) -> list:
     """Ops the program reaches whose results differ between runs while the mode is off: the raising
-    ones, the CUDA ones the mode makes deterministic and, on the NPU, torch_npu's documented list."""
+    ones, the CUDA ones the mode makes deterministic and, on the NPU, torch_npu's documented list.
+    They follow from the flow alone (its devices are in `facts.uses`), so every run shares them."""
+    return per_flow(ctx, "nondeterministic-uses", lambda c: _nondeterministic_uses(c, facts))
+
+
+def _nondeterministic_uses(ctx: ProgramContext, facts: ProgramFacts) -> list:
     calls = table("deterministic_calls")
     groups = [calls["cuda_made_deterministic"]] if "cuda" in facts.uses else []
     if "npu" in facts.uses:

@@ -9,7 +9,7 @@ from typing import Optional
 
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import NOT_LITERAL, FlagGuard
-from acclint.rules.memo import per_program
+from acclint.rules.memo import per_flow
 
 # argparse actions whose default is not None when `default=` is not given.
 _ACTION_DEFAULTS = {"store_true": False, "store_false": True}
@@ -53,11 +53,11 @@ def passed_by_launch(ctx: ProgramContext, guard: FlagGuard, default: Declared) -
 
 
 def opt_in_guard(ctx: ProgramContext, guards: tuple) -> Optional[tuple]:
-    """(guard, declaration) of the first guard that keeps code from running in a default launch of
-    the program: off by default and passed by none of its launch scripts; None when it runs."""
+    """(guard, declaration) of the first guard off by default: code under it does not run in a launch
+    that does not pass the flag (whether a launch passes it is asked per run: `passed_by_launch`)."""
     for guard in guards:
         default = off_by_default(ctx, guard)
-        if default is not None and not passed_by_launch(ctx, guard, default):
+        if default is not None:
             return guard, default
     return None
 
@@ -78,7 +78,7 @@ def _off(default: object, form: str) -> bool:
 
 
 def _declarations(ctx: ProgramContext) -> tuple:
-    return per_program(ctx, "declarations", _collect)
+    return per_flow(ctx, "declarations", _collect)
 
 
 def _collect(ctx: ProgramContext) -> tuple:

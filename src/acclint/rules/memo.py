@@ -15,3 +15,13 @@ def per_program(ctx: ProgramContext, key: str, compute: Callable[[ProgramContext
     if value is None:
         value = ctx.cache[key] = compute(ctx)
     return value
+
+
+def per_flow(ctx: ProgramContext, key: str, compute: Callable[[ProgramContext], T]) -> T:
+    """`compute(ctx)` for facts of what the entry script runs, not of how it is launched: computed
+    once per entry and shared by the program and each run of it (a recipe folder may hold
+    hundreds of launch scripts of one entry)."""
+    value = ctx.shared.get(key)
+    if value is None:
+        value = ctx.shared[key] = compute(ctx)
+    return value

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Optional
 
@@ -13,8 +13,8 @@ from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWr
 from acclint.linter.models import builds_weights
 from acclint.linter.frameworks import file_frameworks
 from acclint.linter.project import Program, Step, is_training_marker
-from acclint.rules.flags import OffByDefault, off_by_default, opt_in_guard
-from acclint.rules.memo import per_program
+from acclint.rules.flags import OffByDefault, off_by_default, opt_in_guard, passed_by_launch
+from acclint.rules.memo import per_flow, per_program
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,29 @@ def program_facts(ctx: ProgramContext) -> ProgramFacts:
 
 
 def _compute(ctx: ProgramContext) -> ProgramFacts:
+    """What the entry's flow does (shared by its runs), then what its launches add."""
+    flow = per_flow(ctx, "flow_facts", _flow_facts)
+    out = replace(flow, seeded=dict(flow.seeded), effects=dict(flow.effects), effects_off=dict(flow.effects_off),
+                  uses=dict(flow.uses), imports=set(flow.imports), optional_seeds=list(flow.optional_seeds),
+                  always_seeded=set(flow.always_seeded), optional_effects=dict(flow.optional_effects))
+    seeding = table("seeding")
+    for effect, opt_in in flow.optional_effects.items():  # opted in by this run's launch: on after all
+        if passed_by_launch(ctx, opt_in.guard, opt_in.default):
+            out.effects.setdefault(effect, opt_in.source)
+            del out.optional_effects[effect]
+    for shell, launch in ctx.program.launches:
+        for name, assignment in launch.effective_env().items():  # exports in force when it launches
+            _env(name, assignment.value, Source(shell_span=assignment.span, what=f"export {name}={assignment.raw}"),
+                 seeding["env"], out)
+        for flag, value in launch.flags().items():
+            known = seeding["launcher_flags"].get(flag)
+            if known:
+                for effect in known["effects"]:
+                    out.effects.setdefault(effect, Source(shell_span=value.span, what=f"--{flag}"))
+    return out
+
+
+def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
     program = ctx.program
     out = ProgramFacts()
     seeding = table("seeding")
@@ -106,15 +129,6 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
                  opt_in)
     out.first_model = models.first
     out.frameworks = _training_frameworks(program)
-    for shell, launch in program.launches:
-        for name, assignment in launch.effective_env().items():  # exports in force when it launches
-            _env(name, assignment.value, Source(shell_span=assignment.span, what=f"export {name}={assignment.raw}"),
-                 seeding["env"], out)
-        for flag, value in launch.flags().items():
-            known = seeding["launcher_flags"].get(flag)
-            if known:
-                for effect in known["effects"]:
-                    out.effects.setdefault(effect, Source(shell_span=value.span, what=f"--{flag}"))
     return out
 
 

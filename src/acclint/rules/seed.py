@@ -11,6 +11,7 @@ from acclint.linter.edits import InsertLine, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, at_entry_start, where
+from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts, first_model_label
 from acclint.rules.flags import passed_by_launch, runs_only_when
 
@@ -19,7 +20,11 @@ def _uncalled_seeders(ctx: ProgramContext, facts: ProgramFacts) -> list:
     """Local functions that seed something, that the entry script defines or imports by name,
     and that the program never reaches. A helper that only library code imports says nothing
     about this program (MindSpeed-LLM registers its seed_all as a patch; MindFormers calls its
-    set_seed through a trainer acclint does not follow)."""
+    set_seed through a trainer acclint does not follow). The same for every run of the entry."""
+    return per_flow(ctx, "uncalled-seeders", _find_uncalled_seeders)
+
+
+def _find_uncalled_seeders(ctx: ProgramContext) -> list:
     seeders = table("seeding")["seeders"]
     program, entry = ctx.program, ctx.program.entry
     candidates = [(entry, function) for function in entry.functions.values()]

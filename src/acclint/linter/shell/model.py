@@ -133,6 +133,9 @@ class ShellScript:
     launches: list[LaunchCommand] = field(default_factory=list)
     sourced: list[str] = field(default_factory=list)  # paths followed
     unresolved_sources: list[str] = field(default_factory=list)  # `source X` not followed
+    # Every path looked at for a `source` (found or not): what was read depends on these files too,
+    # so a cached read is good only while each is as it was (linter.cache).
+    source_lookups: list[str] = field(default_factory=list)
 
     def final_env(self) -> dict[str, EnvAssignment]:
         """Exported variables only, last assignment wins."""

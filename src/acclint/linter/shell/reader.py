@@ -136,6 +136,7 @@ class _Reader:
             return None
         for folder in self._source_folders(from_path):
             candidate = os.path.normpath(os.path.join(folder, path))
+            self.script.source_lookups.append(candidate)
             if os.path.isfile(candidate):
                 return candidate
         return None
