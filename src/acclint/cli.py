@@ -87,13 +87,17 @@ def main() -> None:
 @click.option("--write-baseline", "write_baseline_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Record today's findings in this file (JSON) and exit 0.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display and no summaries on stderr.")
+@click.option("--max-file-size", default=None, metavar="SIZE",
+              help="Skip files larger than this (2MB, 500KB, bytes; 0 or none: no limit) [default: 1MB].")
 def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs, no_fix, color,
-         apply_fix, unsafe_fixes, show_diff, no_cache, cache_dir, baseline_path, write_baseline_path, quiet) -> None:
+         apply_fix, unsafe_fixes, show_diff, no_cache, cache_dir, baseline_path, write_baseline_path, quiet,
+         max_file_size) -> None:
     """Lint training scripts, model code and launch scripts against the accuracy-migration checklist."""
     from acclint.reports import render
 
     rules = _all_rules()
-    config = _scan_config(paths, config_path, select, ignore, exclude, fail_on, {rule.code for rule in rules})
+    config = _scan_config(paths, config_path, select, ignore, exclude, fail_on, {rule.code for rule in rules},
+                          max_file_size)
     active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category)]
     cache = None if no_cache else _cache(cache_dir, config.source, active, config)
     known = _load_baseline(baseline_path)
@@ -129,7 +133,7 @@ def scan(paths, fmt, output, select, ignore, exclude, config_path, fail_on, jobs
     sys.exit(1 if failed else 0)
 
 
-def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes) -> Config:
+def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes, max_file_size=None) -> Config:
     """[tool.acclint] from the config file, overridden by the command line; bad values exit 2."""
     try:
         explicit = config_path is not None
@@ -140,6 +144,7 @@ def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes) ->
             ignore=validate_selectors(_split(ignore), codes, "--ignore"),
             exclude=list(exclude),
             fail_on=fail_on,
+            max_file_size=max_file_size,
         )
     except ConfigError as exc:
         raise click.UsageError(str(exc))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from acclint.findings import CATEGORIES, SEVERITIES, SEVERITY_RANK, Finding
+from acclint.linter.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIME_BUDGET, LimitError, Limits, parse_seconds, parse_size
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,19 +32,28 @@ class Config:
     fail_on: str = "warning"
     source: Optional[Path] = None  # the file it came from
     diff_ignore: list = field(default_factory=list)  # [tool.acclint.diff] ignore: keys, globs, groups
+    max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE  # bytes; None: no limit
+    file_time_budget: Optional[float] = DEFAULT_TIME_BUDGET  # seconds per file; None: no budget
 
-    def merged(self, *, select=None, ignore=None, exclude=None, fail_on=None) -> "Config":
-        """Command-line options: --select replaces, --ignore and --exclude add."""
+    def merged(self, *, select=None, ignore=None, exclude=None, fail_on=None, max_file_size=None) -> "Config":
+        """Command-line options: --select replaces, --ignore and --exclude add, --max-file-size
+        (as written: `2MB`, `none`) replaces."""
         return replace(
             self,
             select=list(select) if select else self.select,
             ignore=self.ignore + list(ignore or []),
             exclude=self.exclude + list(exclude or []),
             fail_on=fail_on or self.fail_on,
+            max_file_size=self.max_file_size if max_file_size is None else _limit(parse_size, max_file_size,
+                                                                                  "--max-file-size"),
         )
 
+    def limits(self) -> Limits:
+        return Limits(max_file_size=self.max_file_size, time_budget=self.file_time_budget)
 
-_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on", "diff"}
+
+_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "severity", "fail-on", "diff", "max-file-size",
+         "file-time-budget"}
 _DIFF_KEYS = {"ignore"}
 
 
@@ -101,7 +111,18 @@ def _parse(section: dict, path: Path, known_codes: set) -> Config:
         raise ConfigError(f"{path}: unknown [tool.acclint.diff] key(s): {', '.join(sorted(unknown_diff))} "
                           f"(known: {', '.join(sorted(_DIFF_KEYS))})")
     config.diff_ignore = _strings(diff.get("ignore", []), "diff.ignore", path)
+    if "max-file-size" in section:
+        config.max_file_size = _limit(parse_size, section["max-file-size"], f"{path}: max-file-size")
+    if "file-time-budget" in section:
+        config.file_time_budget = _limit(parse_seconds, section["file-time-budget"], f"{path}: file-time-budget")
     return config
+
+
+def _limit(parse, value, origin: str):
+    try:
+        return parse(value, origin)
+    except LimitError as exc:
+        raise ConfigError(str(exc))
 
 
 def _strings(value, key: str, path: Path) -> list:

@@ -10,10 +10,12 @@ from typing import Optional
 
 import libcst as cst
 
+from acclint.linter.budget import BudgetExceeded, alarm
 from acclint.linter.configs import read_config
 from acclint.linter.context import FileContext, Sink
 from acclint.linter.discovery import kind_of
 from acclint.linter.facts import FileFacts
+from acclint.linter.limits import Limits
 from acclint.linter.positions import node_locations
 from acclint.linter.project import ShellFacts
 from acclint.linter.source import read_source
@@ -29,20 +31,29 @@ class FileOutcome:
     skip: Optional[str] = None
     findings: list = field(default_factory=list)  # (Finding, suppressions)
     ignored: bool = False  # a JSON file that is no config acclint knows: neither scanned nor skipped
+    transient: bool = False  # depends on the machine's load (the time budget ran out): never cached
 
 
-def analyze_file(abspath: str, display: str, rules: list) -> FileOutcome:
+def analyze_file(abspath: str, display: str, rules: list, limits: Limits = Limits()) -> FileOutcome:
+    """`limits`: the size and shape a file may have and its time budget (the defaults unless given)."""
     path = Path(abspath)
     kind = kind_of(path)
-    source = read_source(path, python=kind == "python")
+    source = read_source(path, python=kind == "python", limits=limits)
     if source.text is None:
         return FileOutcome(display, error=source.error, skip=source.skip)
+    if kind == "python":
+        skip = limits.shape_skip(source.text, source.size)
+        if skip is not None:
+            return FileOutcome(display, skip=skip)
     try:
-        if kind == "shell":
-            return _analyze_shell(abspath, display, source.text)
-        if kind == "config":
-            return _analyze_config(abspath, display, source.text, rules)
-        return _analyze_python(abspath, display, source.text, rules)
+        with alarm(limits.time_budget):
+            if kind == "shell":
+                return _analyze_shell(abspath, display, source.text)
+            if kind == "config":
+                return _analyze_config(abspath, display, source.text, rules)
+            return _analyze_python(abspath, display, source.text, rules)
+    except BudgetExceeded:
+        return FileOutcome(display, skip=limits.budget_skip(), transient=True)
     except RecursionError:
         return FileOutcome(display, error="too deeply nested to analyse")
     except Exception as exc:  # one bad file never stops a scan
