@@ -47,7 +47,10 @@ class _Worker:
         self.process = context.Process(target=_serve, args=(child, rules, limits, os.getpid()), daemon=True)
         self.process.start()
         child.close()  # the parent keeps only its end, so a dead worker reads as EOF
-        self.task: Optional[tuple] = None  # (tag, job, deadline)
+        # Files sent, oldest first, as [tag, job, deadline]: the oldest is being analysed; the one
+        # behind it waits in the pipe (so the worker never idles while the parent unpickles), its
+        # deadline set when it starts.
+        self.tasks: deque = deque()
 
     def stop(self, kill: bool) -> None:
         if kill:
@@ -68,11 +71,12 @@ class Pool:
     """`submit(job, tag)` files ((abspath, display) pairs); `next_done()` -> (tag, FileOutcome)
     as they finish, in any order. Use as a context manager."""
 
+    DEPTH = 2  # files in flight per worker
+
     def __init__(self, rules: list, limits: Limits, jobs: int):
         self._context = multiprocessing.get_context()
         self.rules, self.limits = rules, limits
-        self._idle = [self._start() for _ in range(max(1, jobs))]
-        self._busy: list = []
+        self._workers = [self._start() for _ in range(max(1, jobs))]
         self._queue: deque = deque()
 
     def __enter__(self) -> "Pool":
@@ -88,39 +92,45 @@ class Pool:
         self._queue.append((tag, job))
 
     def pending(self) -> int:
-        return len(self._queue) + len(self._busy)
+        return len(self._queue) + sum(len(w.tasks) for w in self._workers)
+
+    def _deadline(self) -> Optional[float]:
+        budget = self.limits.time_budget
+        return time.monotonic() + budget + KILL_GRACE_S if budget else None
 
     def next_done(self) -> tuple:
         while True:
             self._dispatch()
-            if not self._busy:
+            busy = [w for w in self._workers if w.tasks]
+            if not busy:
                 raise RuntimeError("next_done() with nothing submitted")
-            deadlines = [w.task[2] for w in self._busy if w.task[2] is not None]
+            deadlines = [w.tasks[0][2] for w in busy if w.tasks[0][2] is not None]
             timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-            ready = set(wait([w.conn for w in self._busy] + [w.process.sentinel for w in self._busy], timeout))
-            for worker in self._busy:
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout))
+            for worker in busy:
                 if worker.conn in ready or worker.process.sentinel in ready:
                     return self._collect(worker)
             now = time.monotonic()
-            for worker in self._busy:
-                if worker.task[2] is not None and now >= worker.task[2]:
-                    return self._replace(worker, FileOutcome(worker.task[1][1], skip=self.limits.budget_skip(),
-                                                             transient=True))
+            for worker in busy:
+                if worker.tasks[0][2] is not None and now >= worker.tasks[0][2]:
+                    display = worker.tasks[0][1][1]
+                    return self._replace(worker, FileOutcome(display, skip=self.limits.budget_skip(), transient=True))
 
     def _dispatch(self) -> None:
-        while self._queue and self._idle:
-            tag, job = self._queue.popleft()
-            worker = self._idle.pop()
-            budget = self.limits.time_budget
-            worker.task = (tag, job, time.monotonic() + budget + KILL_GRACE_S if budget else None)
-            try:
-                worker.conn.send(job)
-            except OSError:  # it died while idle: start another and hand the file to the next free one
-                worker.stop(kill=True)
-                self._idle.append(self._start())
-                self._queue.appendleft((tag, job))
-                continue
-            self._busy.append(worker)
+        for depth in range(1, self.DEPTH + 1):  # every worker gets a file before any gets a second
+            for worker in list(self._workers):
+                if not self._queue:
+                    return
+                if len(worker.tasks) >= depth:
+                    continue
+                tag, job = self._queue.popleft()
+                try:
+                    worker.conn.send(job)
+                except OSError:  # it died: start another and hand the file to the next free one
+                    self._queue.appendleft((tag, job))
+                    self._requeue_and_restart(worker)
+                    continue
+                worker.tasks.append([tag, job, self._deadline() if not worker.tasks else None])
 
     def _collect(self, worker: _Worker) -> tuple:
         try:
@@ -128,25 +138,30 @@ class Pool:
         except (EOFError, OSError):  # it died: killed for memory, or a crash in native code
             code = worker.process.exitcode
             how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited ({code})"
-            return self._replace(worker, FileOutcome(worker.task[1][1], error=(
+            return self._replace(worker, FileOutcome(worker.tasks[0][1][1], error=(
                 f"the process analysing this file {how}; out of memory? (see max-file-size)")))
-        self._busy.remove(worker)
-        tag, worker.task = worker.task[0], None
-        self._idle.append(worker)
+        tag = worker.tasks.popleft()[0]
+        if worker.tasks:
+            worker.tasks[0][2] = self._deadline()
         return tag, outcome
 
     def _replace(self, worker: _Worker, outcome: FileOutcome) -> tuple:
-        self._busy.remove(worker)
+        """Kill `worker` over its current file (answered by `outcome`); its next file goes elsewhere."""
+        tag = worker.tasks.popleft()[0]
+        self._requeue_and_restart(worker)
+        return tag, outcome
+
+    def _requeue_and_restart(self, worker: _Worker) -> None:
+        for task_tag, job, _ in reversed(worker.tasks):
+            self._queue.appendleft((task_tag, job))
+        worker.tasks.clear()
         worker.stop(kill=True)
-        self._idle.append(self._start())
-        return worker.task[0], outcome
+        self._workers[self._workers.index(worker)] = self._start()
 
     def close(self) -> None:
-        for worker in self._busy:
-            worker.stop(kill=True)
-        for worker in self._idle:
-            worker.stop(kill=False)
-        self._busy, self._idle = [], []
+        for worker in self._workers:
+            worker.stop(kill=bool(worker.tasks))
+        self._workers = []
 
 
 class OneProcess:
