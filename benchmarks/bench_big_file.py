@@ -107,7 +107,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 2, 5, 10], help="MB (10^6 bytes)")
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
-    parser.add_argument("--unlimited-up-to", type=float, default=2, help="largest MB parsed bare or scanned without limits")
+    parser.add_argument("--unlimited-up-to", type=float, default=1, help="largest MB parsed bare or scanned without limits")
     parser.add_argument("--cap", type=float, default=60.0, help="seconds before a run is killed")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
