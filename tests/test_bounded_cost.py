@@ -150,3 +150,36 @@ def test_budget_overrun_is_not_cached(project):
     assert [s.path for s in result.skipped] == ["slow.py"]
     assert not cache.entry_path(str(project / "slow.py"), "slow.py").exists()
     assert cache.entry_path(str(project / "part_0.py"), "part_0.py").exists()
+
+
+class _DiesOn:
+    """A per-file rule that kills its own process on one file, as the kernel's OOM killer would."""
+
+    code = "ACL999"
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def check_file(self, context) -> None:
+        import os
+        import signal
+
+        if context.facts.path == self.name:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_that_dies_costs_only_its_file(tmp_path):
+    from acclint.linter.pool import Pool
+
+    names = ["a.py", "boom.py", "c.py", "d.py", "e.py"]
+    for name in names:
+        (tmp_path / name).write_text(FLAGGED)
+    outcomes = {}
+    with Pool([_DiesOn("boom.py")], Limits(), jobs=2) as pool:
+        for name in names:
+            pool.submit((str(tmp_path / name), name), name)
+        for _ in names:
+            tag, outcome = pool.next_done()
+            outcomes[tag] = outcome
+    assert "killed by signal 9" in outcomes["boom.py"].error
+    assert all(outcomes[name].facts is not None for name in names if name != "boom.py")

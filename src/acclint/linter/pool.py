@@ -136,6 +136,7 @@ class Pool:
         try:
             outcome = worker.conn.recv()
         except (EOFError, OSError):  # it died: killed for memory, or a crash in native code
+            worker.process.join(timeout=5)  # the pipe closes before the process is reaped
             code = worker.process.exitcode
             how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited ({code})"
             return self._replace(worker, FileOutcome(worker.tasks[0][1][1], error=(
