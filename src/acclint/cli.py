@@ -119,6 +119,8 @@ def _fix_choice(ctx, param, value):
 @click.option("--quiet", "-q", is_flag=True, help="No progress display and no summaries on stderr.")
 @click.option("--preview/--no-preview", default=None,
               help="Also run preview rules (new, or measured under 90% precision) [default: preview in config, else off].")
+@click.option("--max-file-size", default=None, metavar="SIZE",
+              help="Skip files larger than this (2MB, 500KB, bytes; 0 or none: no limit) [default: 1MB].")
 def scan(paths, **options) -> None:
     """Lint training scripts, model code and launch scripts against the accuracy-migration checklist."""
     from acclint.exit_codes import exit_status
@@ -135,6 +137,7 @@ def scan(paths, **options) -> None:
     config = _scan_config(anchors, o.config_path, o.select, o.ignore, o.exclude, o.fail_on,
                           {rule.code for rule in rules}, extend_select=o.extend_select,
                           extend_exclude=o.extend_exclude, respect_gitignore=o.respect_gitignore, preview=o.preview,
+                          max_file_size=o.max_file_size,
                           fix=False if from_stdin else o.apply_fix)
     active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
     cache_root = None if o.no_cache else _cache_root(o.cache_dir, config.source)
@@ -216,7 +219,8 @@ def _settings(config, active, paths, o, cache_root, use_color) -> str:
 
 
 def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes, *, extend_select=(),
-                 extend_exclude=(), respect_gitignore=None, fix=None, preview=None) -> Config:
+                 extend_exclude=(), respect_gitignore=None, fix=None, preview=None,
+                 max_file_size=None) -> Config:
     """[tool.acclint] from the config file, overridden by the command line; bad values exit 2."""
     try:
         explicit = config_path is not None
@@ -231,6 +235,7 @@ def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes, *,
             respect_gitignore=respect_gitignore,
             fix=fix,
             preview=preview,
+            max_file_size=max_file_size,
         )
     except ConfigError as exc:
         raise click.UsageError(str(exc))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from acclint.findings import CATEGORIES, SEVERITIES, SEVERITY_RANK, Finding
+from acclint.linter.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIME_BUDGET, LimitError, Limits, parse_seconds, parse_size
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,12 +36,14 @@ class Config:
     respect_gitignore: bool = True  # skip what .gitignore files ignore while walking folders
     fix: bool = False  # apply safe fixes (ruff's `fix = true`); --fix/--no-fix override it
     preview: bool = False  # run preview rules too (otherwise only when selected by exact code)
+    max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE  # bytes; None: no limit
+    file_time_budget: Optional[float] = DEFAULT_TIME_BUDGET  # seconds per file; None: no budget
 
     def merged(self, *, select=None, extend_select=None, ignore=None, exclude=None, fail_on=None,
-               respect_gitignore=None, fix=None, preview=None) -> "Config":
+               respect_gitignore=None, fix=None, preview=None, max_file_size=None) -> "Config":
         """Command-line options: --select replaces the config's select and extend-select (a later
         layer, as in ruff); --extend-select, --ignore, --exclude and --extend-exclude add; the
-        switches (None: not given) override."""
+        switches (None: not given) override; --max-file-size (as written: `2MB`, `none`) replaces."""
         return replace(
             self,
             select=list(select) if select else self.select,
@@ -51,11 +54,16 @@ class Config:
             respect_gitignore=self.respect_gitignore if respect_gitignore is None else respect_gitignore,
             fix=self.fix if fix is None else fix,
             preview=self.preview if preview is None else preview,
+            max_file_size=self.max_file_size if max_file_size is None else _limit(parse_size, max_file_size,
+                                                                                  "--max-file-size"),
         )
+
+    def limits(self) -> Limits:
+        return Limits(max_file_size=self.max_file_size, time_budget=self.file_time_budget)
 
 
 _KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "severity",
-         "fail-on", "respect-gitignore", "fix", "diff", "preview"}
+         "fail-on", "respect-gitignore", "fix", "diff", "preview", "max-file-size", "file-time-budget"}
 _DIFF_KEYS = {"ignore"}
 
 
@@ -121,7 +129,18 @@ def _parse(section: dict, path: Path, known_codes: set) -> Config:
         raise ConfigError(f"{path}: unknown [tool.acclint.diff] key(s): {', '.join(sorted(unknown_diff))} "
                           f"(known: {', '.join(sorted(_DIFF_KEYS))})")
     config.diff_ignore = _strings(diff.get("ignore", []), "diff.ignore", path)
+    if "max-file-size" in section:
+        config.max_file_size = _limit(parse_size, section["max-file-size"], f"{path}: max-file-size")
+    if "file-time-budget" in section:
+        config.file_time_budget = _limit(parse_seconds, section["file-time-budget"], f"{path}: file-time-budget")
     return config
+
+
+def _limit(parse, value, origin: str):
+    try:
+        return parse(value, origin)
+    except LimitError as exc:
+        raise ConfigError(str(exc))
 
 
 def _strings(value, key: str, path: Path) -> list:

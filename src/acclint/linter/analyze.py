@@ -11,11 +11,13 @@ from typing import Optional
 import libcst as cst
 
 from acclint.findings import INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR
+from acclint.linter.budget import BudgetExceeded, alarm
 from acclint.linter.configs import read_config
 from acclint.linter.context import FileContext, Sink
 from acclint.linter.discovery import kind_of
 from acclint.linter.facts import FileFacts
 from acclint.linter.frameworks import applies, file_frameworks
+from acclint.linter.limits import Limits
 from acclint.linter.positions import node_locations
 from acclint.linter.project import ShellFacts
 from acclint.linter.roles import file_role, test_nodes
@@ -33,22 +35,33 @@ class FileOutcome:
     skip: Optional[str] = None
     findings: list = field(default_factory=list)  # (Finding, suppressions)
     ignored: bool = False  # a JSON file that is no config acclint knows: neither scanned nor skipped
+    transient: bool = False  # depends on the machine's load (the time budget ran out): never cached
 
 
-def analyze_file(abspath: str, display: str, rules: list, data: Optional[bytes] = None) -> FileOutcome:
-    """`data`: the file's bytes when they do not come from disk (stdin), else None."""
+def analyze_file(abspath: str, display: str, rules: list, limits: Limits = Limits(),
+                 data: Optional[bytes] = None) -> FileOutcome:
+    """`limits`: the size and shape a file may have and its time budget (the defaults unless given).
+    `data`: the file's bytes when they do not come from disk (stdin), else None."""
     path = Path(abspath)
     kind = kind_of(path)
     python = kind == "python"
-    source = read_source(path, python=python) if data is None else decode_source(data, python=python)
+    source = (read_source(path, python=python, limits=limits) if data is None
+              else decode_source(data, python=python))
     if source.text is None:
         return FileOutcome(display, error=source.error, skip=source.skip)
+    if kind == "python":
+        skip = limits.shape_skip(source.text, source.size)
+        if skip is not None:
+            return FileOutcome(display, skip=skip)
     try:
-        if kind == "shell":
-            return _analyze_shell(abspath, display, source.text)
-        if kind == "config":
-            return _analyze_config(abspath, display, source.text, rules)
-        return _analyze_python(abspath, display, source.text, rules)
+        with alarm(limits.time_budget):
+            if kind == "shell":
+                return _analyze_shell(abspath, display, source.text)
+            if kind == "config":
+                return _analyze_config(abspath, display, source.text, rules)
+            return _analyze_python(abspath, display, source.text, rules)
+    except BudgetExceeded:
+        return FileOutcome(display, skip=limits.budget_skip(), transient=True)
     except RecursionError:
         return FileOutcome(display, error="too deeply nested to analyse", error_code=SYNTAX_ERROR)
     except Exception as exc:  # one bad file never stops a scan

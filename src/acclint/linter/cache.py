@@ -106,6 +106,8 @@ class Cache:
         return outcome, digest
 
     def store(self, abspath: str, display: str, digest: str, outcome: FileOutcome) -> None:
+        if outcome.transient:  # a budget overrun depends on the machine's load: try again next time
+            return
         self._store(abspath, display, digest, outcome)
 
     # -- entries ------------------------------------------------------------------------------

@@ -11,23 +11,26 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from acclint.linter.analyze import FileOutcome, analyze_file
+from acclint.linter.analyze import FileOutcome
 from acclint.linter.discovery import kind_of, would_discover
 from acclint.linter.facts import FileFacts
 from acclint.linter.project import Project, is_entry_candidate
-from acclint.linter.workers import PARALLEL_THRESHOLD, analyse_in_worker, display_path, gc_paused, start_pool
+from acclint.linter.limits import Limits
+from acclint.linter.pool import OneProcess, Pool
+from acclint.linter.workers import PARALLEL_THRESHOLD, display_path, gc_paused
 
 
 class ContextLoader:
     """Reads context files only where a whole-folder scan would read them, each at most once."""
 
-    def __init__(self, cwd: Path, root: Path, exclude: Sequence[str], failed: set, cache=None, gitignore=None):
+    def __init__(self, cwd: Path, root: Path, exclude: Sequence[str], failed: set, cache=None, gitignore=None,
+                 limits: Limits = Limits()):
         self.cwd, self.root, self.exclude = cwd, root, exclude
         self.gitignore = gitignore  # a linter.gitignore.GitIgnore, or None to read ignored files too
+        self.limits = limits  # context files are bounded as given ones are
         self.failed = set(failed)  # given files (already analysed), files read or unreadable
         self.cache = cache  # a linter.cache.Cache for rule-less outcomes, or None
         self._available: dict = {}
@@ -116,10 +119,10 @@ class _Reader:
         self.loader, self.jobs = loader, jobs
         self.ready: deque = deque()  # outcomes not yet handed out
         self.todo: deque = deque()  # (job, digest) not yet started
-        self.running: dict = {}  # future -> (job, digest)
         self.analysed = 0
         self.failed_since_check = 0
         self.pool = None
+        self.here = OneProcess([], loader.limits)
 
     def __enter__(self) -> "_Reader":
         self._gc = gc_paused()
@@ -128,7 +131,8 @@ class _Reader:
 
     def __exit__(self, *exc) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool.close()
+        self.here.__exit__(*exc)
         self._gc.__exit__(*exc)
 
     def submit(self, paths) -> None:
@@ -146,7 +150,7 @@ class _Reader:
 
     def completed(self) -> Iterator:
         """Facts of submitted files as they are analysed (files submitted meanwhile included)."""
-        while self.ready or self.todo or self.running:
+        while self.ready or self.todo or (self.pool is not None and self.pool.pending()):
             if self.ready:
                 outcome = self.ready.popleft()
                 if outcome.facts is None:
@@ -156,21 +160,19 @@ class _Reader:
             elif self.todo and self._pooled():
                 while self.todo:
                     job, digest = self.todo.popleft()
-                    self.running[self.pool.submit(analyse_in_worker, job)] = (job, digest)
+                    self.pool.submit(job, (job, digest))
             elif self.todo:
                 job, digest = self.todo.popleft()
-                self._done(job, digest, analyze_file(job[0], job[1], []))
+                self._done(job, digest, self.here(job))
             else:
-                finished, _ = wait(self.running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    job, digest = self.running.pop(future)
-                    self._done(job, digest, future.result())
+                (job, digest), outcome = self.pool.next_done()
+                self._done(job, digest, outcome)
 
     def _pooled(self) -> bool:
         if self.pool is None:
             if self.jobs <= 1 or self.analysed + len(self.todo) < PARALLEL_THRESHOLD:
                 return False
-            self.pool = start_pool([], self.jobs)
+            self.pool = Pool([], self.loader.limits, self.jobs)
         return True
 
     def _done(self, job: tuple, digest: Optional[str], outcome: FileOutcome) -> None:

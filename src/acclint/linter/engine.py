@@ -45,17 +45,18 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     result.skipped.extend(Skipped(display_path(p, cwd), r) for p, r in found.skipped)
 
     jobs = jobs or default_jobs()
+    limits = config.limits()
     jobs_list = [(os.path.abspath(p), display_path(p, cwd)) for p in found.files]
     progress.phase("analysing files", len(jobs_list))
 
     def analyse(batch: list) -> list:
-        return analyse_files(batch, rules, jobs, progress.advance)
+        return analyse_files(batch, rules, jobs, progress.advance, limits)
 
     outcomes = cache.run(jobs_list, analyse, progress.advance) if cache is not None else analyse(jobs_list)
     if stdin is not None:  # its bytes are not on disk: analysed here, never cached
         job = (os.path.abspath(stdin.name), display_path(stdin.name, cwd))
         jobs_list.append(job)
-        outcomes.append(analyze_file(*job, rules, data=stdin.data))
+        outcomes.append(analyze_file(*job, rules, limits, data=stdin.data))
 
     sink = Sink()
     python_facts, shell_facts = [], []
@@ -73,7 +74,8 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
                 (python_facts if isinstance(outcome.facts, FileFacts) else shell_facts).append(outcome.facts)
 
     loader = ContextLoader(cwd, root, config.exclude, failed={abspath for abspath, _ in jobs_list},
-                           cache=cache.without_rules() if cache is not None else None, gitignore=gitignore)
+                           cache=cache.without_rules() if cache is not None else None, gitignore=gitignore,
+                           limits=limits)
     project = Project(python_facts, shell_facts, [str(r) for r in roots], loader=loader)
     read_context(project, python_facts, shell_facts, loader, jobs)
     check_programs(project, rules, sink, progress, shell_facts)

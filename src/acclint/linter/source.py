@@ -18,12 +18,18 @@ class SourceText:
     text: Optional[str] = None
     error: Optional[str] = None  # reported in `errors`
     skip: Optional[str] = None  # reported in `skipped`
+    size: int = 0  # bytes on disk
 
 
-def read_source(path: Path, *, python: bool) -> SourceText:
+def read_source(path: Path, *, python: bool, limits=None) -> SourceText:
+    """`limits`: a limits.Limits whose size limit is checked before the file is read, or None."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO or device would block or never end
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
             return SourceText(skip="not a regular file")
+        too_large = limits.size_skip(info.st_size) if limits is not None else None
+        if too_large:
+            return SourceText(skip=too_large, size=info.st_size)
         data = path.read_bytes()
     except PermissionError:
         return SourceText(error="cannot read file: permission denied")
@@ -52,7 +58,7 @@ def decode_source(data: bytes, *, python: bool) -> SourceText:
         return SourceText(error=_decode_message(exc, encoding))
     if text.startswith("\ufeff"):
         text = text[1:]
-    return SourceText(text=text)
+    return SourceText(text=text, size=len(data))
 
 
 def _decode_message(exc: Exception, encoding: str) -> str:

@@ -6,37 +6,14 @@ from __future__ import annotations
 import gc
 import os
 from contextlib import contextmanager
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from acclint.linter.analyze import FileOutcome, analyze_file
+from acclint.linter.limits import Limits
+from acclint.linter.pool import OneProcess, Pool, file_size
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
-_worker_rules: list = []
-
-
 _COLLECT_EVERY = 256  # files between manual collections while automatic GC is off
-_worker_count = 0
-
-
-def _init_worker(rules: list) -> None:
-    global _worker_rules
-    _worker_rules = rules
-    gc.disable()
-
-
-def analyse_in_worker(job: tuple) -> FileOutcome:
-    global _worker_count
-    _worker_count += 1
-    if _worker_count % _COLLECT_EVERY == 0:
-        gc.collect()
-    return analyze_file(job[0], job[1], _worker_rules)
-
-
-def start_pool(rules: list, jobs: int) -> ProcessPoolExecutor:
-    """Worker processes that analyse files with `rules` (submit `analyse_in_worker` jobs)."""
-    return ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(rules,))
 
 
 def default_jobs() -> int:
@@ -68,31 +45,27 @@ def gc_paused():
             gc.enable()
 
 
-def analyse_files(jobs_list: list, rules: list, jobs: int, advance=lambda count=1: None) -> list:
-    """The outcome of each of `jobs_list` ((abspath, display) pairs), in the same order."""
+def analyse_files(jobs_list: list, rules: list, jobs: int, advance=lambda count=1: None,
+                  limits: Limits = Limits()) -> list:
+    """Outcomes of `jobs_list` ((abspath, display) pairs), in its order."""
     with gc_paused():
         if jobs <= 1 or len(jobs_list) < PARALLEL_THRESHOLD:
             outcomes = []
-            for number, (abspath, display) in enumerate(jobs_list, start=1):
-                outcomes.append(analyze_file(abspath, display, rules))
-                advance()
-                if number % _COLLECT_EVERY == 0:
-                    gc.collect()
+            with OneProcess(rules, limits) as analyse:
+                for number, job in enumerate(jobs_list, start=1):
+                    outcomes.append(analyse(job))
+                    advance()
+                    if number % _COLLECT_EVERY == 0:
+                        gc.collect()
             return outcomes
-        # Largest files first, one at a time: sizes vary by 1000x and neighbours cluster. The
-        # outcomes go back in the order of `jobs_list`: callers pair them with their jobs (the
-        # cache stores each under its job's path).
-        order = sorted(range(len(jobs_list)), key=lambda index: -_size(jobs_list[index][0]))
-        outcomes: list = [None] * len(jobs_list)
-        with start_pool(rules, jobs) as pool:
-            for index, outcome in zip(order, pool.map(analyse_in_worker, [jobs_list[i] for i in order], chunksize=1)):
+        # Largest files first: sizes vary by 1000x and neighbours cluster. The outcomes go back in the
+        # order of `jobs_list`: callers pair them with their jobs (the cache stores each under its job's path).
+        outcomes = [None] * len(jobs_list)
+        with Pool(rules, limits, jobs) as pool:
+            for index in sorted(range(len(jobs_list)), key=lambda i: -file_size(jobs_list[i][0])):
+                pool.submit(jobs_list[index], index)
+            for _ in jobs_list:
+                index, outcome = pool.next_done()
                 outcomes[index] = outcome
                 advance()
         return outcomes
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

@@ -15,6 +15,7 @@ from acclint.reports.common import (
     rule_title,
     sorted_errors,
     sorted_findings,
+    sorted_skipped,
 )
 
 
@@ -47,7 +48,7 @@ def _location(finding: Finding) -> dict[str, object]:
 
 
 def render_github(result: ScanResult, rules: RuleNames) -> str:
-    """One workflow command per finding, then one `::error` per unreadable file.
+    """One workflow command per finding, one `::error` per unreadable file, one `::notice` per skipped file.
 
     `rules` maps codes to `Rule`s or names, for titles like `ACL101 (unseeded-numpy)`.
     """
@@ -60,4 +61,6 @@ def render_github(result: ScanResult, rules: RuleNames) -> str:
     for error in sorted_errors(result.errors):
         title = f"acclint {rule_title(error.code, error.name)}"
         commands.append(_command("error", {"file": error.path, "title": title}, error.message))
+    for item in sorted_skipped(result.skipped):  # a notice, so a PR shows that a file went unchecked
+        commands.append(_command("notice", {"file": item.path, "title": "acclint"}, f"skipped: {item.reason}"))
     return "\n".join(commands)
