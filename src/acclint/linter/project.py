@@ -37,8 +37,8 @@ class Step:
     fact: object
     depth: int  # 0 = written in the entry script itself
     index: int  # position in the flow
-    # Run while a local module is imported (its top level, and what that calls): library set-up, which
-    # seeds and configures like any other step but is not where the program trains.
+    # Run while a local module is imported (its top level, and what that calls): set-up, which seeds and
+    # configures like any other step; deep in an import chain it is not where the program trains (_own_step).
     importing: bool = False
 
 
@@ -451,7 +451,7 @@ class Project:
             flow, files, functions = self._flow(entry)
             program = Program(entry, flow, files, [], functions)
             known = self._trains_cache[entry.abspath] = trains(
-                (step.fact for step in flow if not step.importing), lambda call: self._builds_model(program, call))
+                (step.fact for step in flow if _own_step(step)), lambda call: self._builds_model(program, call))
         return known
 
     def _flow(self, entry: FileFacts) -> tuple:
@@ -483,6 +483,14 @@ def launch_trains(launch) -> bool:
     if words & set(signs["other_roles"]):
         return False
     return bool(words & set(signs["training_words"])) or bool(set(launch.flags()) & set(signs["training_flags"]))
+
+
+def _own_step(step: Step) -> bool:
+    """A step of the program's own: run by the entry script's code, or by the top level of a module the
+    entry imports itself (its set-up: `grad_fn = GradOperation(...)` in a helper it uses). What runs
+    deeper in an import chain is library set-up (an autograd re-implementation building gradient
+    functions), which does not make an inference app train."""
+    return not step.importing or step.depth <= 1
 
 
 def is_entry_candidate(file: FileFacts) -> bool:

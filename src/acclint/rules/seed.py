@@ -342,11 +342,14 @@ class UnseededTorch(UnseededGenerator):
                         print(generate(model, torch.ones(8)))
                 """,
                 "mylib/__init__.py": """
+                    from mylib.engine import generate
+                """,
+                "mylib/engine.py": """
                     import torch
 
                     from mylib.autograd import wrap
 
-                    # Library set-up at import time: builds gradient machinery, trains nothing.
+                    # Library set-up at import time, deep in the import chain: builds gradient machinery.
                     _probe = wrap(torch.nn.Linear(2, 2))
 
 
