@@ -302,7 +302,11 @@ def _usage(step: Step, call: Call, out: ProgramFacts) -> None:
         if name in usage["dropouts"]:
             out.uses.setdefault("dropout", step)
         if name in usage["hccl"]["mindspore_init"]:
-            out.uses.setdefault("hccl", step)
+            hccl = usage["hccl"]
+            where = hccl["mindspore_init_backend"]
+            backend = call.arg(where["keyword"], where["position"])
+            if backend is None or backend.value.literal not in hccl["mindspore_other_backends"]:
+                out.uses.setdefault("hccl", step)
         if name in usage["hccl"]["process_group_calls"]:
             out.uses.setdefault("distributed", step)
             backend = call.arg("backend", 0)
