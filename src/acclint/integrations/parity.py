@@ -1,0 +1,44 @@
+"""The in-run parity check the callbacks and `acclint capture` share.
+
+One function, so that it can become a call of `acclint.runtime.expect_parity` once that exists
+with the same three modes.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from acclint.runtime_checks.compare import ComparisonResult, compare
+
+ON_MISMATCH = ("exit", "warn", "raise")
+
+
+def check_on_mismatch(on_mismatch: str) -> str:
+    if on_mismatch not in ON_MISMATCH:
+        raise ValueError(f"on_mismatch must be one of {', '.join(ON_MISMATCH)}, got {on_mismatch!r}")
+    return on_mismatch
+
+
+def expect(fingerprint: Any, reference: "str | Path", on_mismatch: str, show: bool = True) -> ComparisonResult:
+    """Compare `fingerprint` with the reference file. At parity one line is printed (when `show`);
+    on a mismatch: "raise" raises AssertionError with the verdict, "exit" prints it and raises
+    SystemExit(1) (no traceback), "warn" warns with it and returns. `show` False (the ranks after
+    rank 0) prints nothing but acts alike."""
+    result = compare(fingerprint, reference)
+    if result.ok:
+        if show:
+            print(f"acclint: step 0 at parity with {reference}", file=sys.stderr, flush=True)
+        return result
+    verdict = result.verdict()
+    if on_mismatch == "raise":
+        raise AssertionError(verdict)
+    if on_mismatch == "exit":
+        if show:
+            print(verdict, file=sys.stderr, flush=True)
+        raise SystemExit(1)
+    if show:
+        warnings.warn(f"acclint: step 0 differs from {reference}\n{verdict}", stacklevel=2)
+    return result

@@ -1,0 +1,106 @@
+"""Inside each Python process of a command run by `acclint capture`: record step 0, then stop.
+
+`site_hook` calls `start` once torch (or MindSpore) has been imported. The fingerprint is written
+where asked, checked against the reference when there is one, and the process then ends at once
+with status 0 (1 on a mismatch with --on-mismatch exit): stdout and stderr are flushed, and no
+`finally` block or exit handler of the program runs, so nothing saves a model that took the
+captured update. With --continue the program runs on with every hook removed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from acclint.runtime_checks.capture_hooks.settings import Settings
+from acclint.runtime_checks.capture_hooks.status import Status
+
+_session: "Session | None" = None
+
+
+class Session:
+    def __init__(self, settings: Settings, framework: str) -> None:
+        self.settings = settings
+        self.status = Status(pid=os.getpid(), framework=framework)
+        self.written = False
+
+    def finish(self, fingerprint: Any) -> None:
+        from acclint.integrations.parity import expect
+
+        fingerprint.save(self.settings.output)
+        self.status.captured, self.status.rank = True, fingerprint.rank
+        stop_code = None if self.settings.keep_going else 0
+        if self.settings.reference:
+            try:
+                result = expect(fingerprint, self.settings.reference, self.settings.on_mismatch,
+                                show=fingerprint.rank == 0)
+                self.status.ok = result.ok
+            except SystemExit:
+                self.status.ok, stop_code = False, 1
+            except Exception as error:  # an unreadable reference: the parent reports it
+                self.status.error = f"cannot compare with {self.settings.reference}: {error}"
+        self.write_status()
+        if stop_code is not None:
+            stop(stop_code)
+
+    def fail(self, error: BaseException) -> None:
+        self.status.error = f"{type(error).__name__}: {error}" if not _ours(error) else str(error)
+        self.write_status()
+        if not self.settings.keep_going:
+            stop(2)
+
+    def write_status(self) -> None:
+        self.written = True
+        self.status.write(self.settings.status_file(self.status.pid))
+
+
+def _ours(error: BaseException) -> bool:
+    from acclint.runtime_checks.errors import FingerprintError
+
+    return isinstance(error, FingerprintError)
+
+
+def stop(code: int) -> None:
+    """End this process now (see the module docstring for why not through SystemExit)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
+
+
+def start(framework: str, module: Any) -> None:
+    global _session
+    if _session is not None:
+        return  # torch and MindSpore in one process: the first one imported is observed
+    _session = Session(Settings.from_environment(), framework)
+    try:
+        if framework == "torch":
+            _start_torch(module, _session)
+        else:
+            from acclint.runtime_checks.capture_hooks.mindspore_model import patch_model_train
+
+            patch_model_train(module, _session)
+    except Exception as error:  # a broken hook must never break the user's import of torch
+        _session.fail(error)
+
+
+def _start_torch(torch: Any, session: Session) -> None:
+    from acclint.runtime_checks.capture_hooks.torch_observer import TorchStepObserver
+
+    made = torch.optim.Optimizer.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:  # to say "no optimizer" when none is made
+        session.status.optimizers += 1
+        made(self, *args, **kwargs)
+
+    torch.optim.Optimizer.__init__ = counted
+    TorchStepObserver(session.finish, session.fail, steps=session.settings.steps).install()
+
+
+def at_exit() -> None:
+    """A process that ends without a capture says how far it got."""
+    if _session is not None and not _session.written:
+        _session.write_status()
