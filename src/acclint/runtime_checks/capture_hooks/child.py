@@ -1,20 +1,22 @@
 """Inside each Python process of a command run by `acclint capture`: record step 0, then stop.
 
 `site_hook` calls `start` once torch (or MindSpore) has been imported. The fingerprint is written
-where asked, checked against the reference when there is one, and the process then ends at once
-with status 0 (1 on a mismatch with --on-mismatch exit): stdout and stderr are flushed, and no
-`finally` block or exit handler of the program runs, so nothing saves a model that took the
-captured update. With --continue the program runs on with every hook removed.
+where asked, checked against the reference when there is one, and the process then waits, its
+output flushed, for `acclint capture` to end the whole job (a shell script must not go on to its
+next command; a launcher must not restart a worker). No `finally` block or exit handler of the
+program runs, so nothing saves a model that took the captured update. With --continue the
+program runs on with every hook removed.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 from acclint.runtime_checks.capture_hooks.settings import Settings
-from acclint.runtime_checks.capture_hooks.status import Status
+from acclint.runtime_checks.capture_hooks.status import Status, stop_requested
 
 _session: "Session | None" = None
 
@@ -30,6 +32,7 @@ class Session:
 
         fingerprint.save(self.settings.output)
         self.status.captured, self.status.rank = True, fingerprint.rank
+        self.status.world_size, self.status.logical = fingerprint.world_size, fingerprint.logical
         stop_code = None if self.settings.keep_going else 0
         if self.settings.reference:
             try:
@@ -40,15 +43,17 @@ class Session:
                 self.status.ok, stop_code = False, 1
             except Exception as error:  # an unreadable reference: the parent reports it
                 self.status.error = f"cannot compare with {self.settings.reference}: {error}"
+        self.status.stopping = stop_code is not None
         self.write_status()
         if stop_code is not None:
-            stop(stop_code)
+            stop(stop_code, self.settings)
 
     def fail(self, error: BaseException) -> None:
         self.status.error = f"{type(error).__name__}: {error}" if not _ours(error) else str(error)
+        self.status.stopping = not self.settings.keep_going
         self.write_status()
-        if not self.settings.keep_going:
-            stop(2)
+        if self.status.stopping:
+            stop(2, self.settings)
 
     def write_status(self) -> None:
         self.written = True
@@ -61,13 +66,22 @@ def _ours(error: BaseException) -> bool:
     return isinstance(error, FingerprintError)
 
 
-def stop(code: int) -> None:
-    """End this process now (see the module docstring for why not through SystemExit)."""
+# How long a process that is done waits to be ended with its job before it ends by itself.
+WAIT_SECONDS = 60.0
+
+
+def stop(code: int, settings: Settings) -> None:
+    """Wait until `acclint capture` has ended the job (see the module docstring), then end. A
+    launcher may start its workers in sessions of their own (torchrun does), out of reach of the
+    job's process group: they end when the parent says so (`status.stop_requested`)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline and not stop_requested(settings.status_dir):
+        time.sleep(0.05)
     os._exit(code)
 
 

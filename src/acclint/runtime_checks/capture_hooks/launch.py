@@ -18,13 +18,10 @@ from pathlib import Path
 
 import acclint
 from acclint.runtime_checks.capture_hooks.settings import PATH_VARIABLE, Settings
-from acclint.runtime_checks.capture_hooks.status import Status, read_all
+from acclint.runtime_checks.capture_hooks.status import Status, job_done, read_all, request_stop
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
-POLL_SECONDS = 0.2
-# After the capture, the seconds the command gets to end by itself (the other ranks, a launcher
-# waiting for its workers) before its process group is ended.
-GRACE_SECONDS = 20.0
+POLL_SECONDS = 0.1
 
 
 @dataclass
@@ -59,18 +56,18 @@ def _run(command: list[str], env: dict[str, str], settings: Settings, status_dir
         process = subprocess.Popen(command, env=env, start_new_session=True)
     except OSError as error:
         raise CommandError(f"cannot run {command[0]!r}: {error.strerror or error}") from None
-    captured_at = None
     try:
         while process.poll() is None:
             time.sleep(POLL_SECONDS)
-            if settings.keep_going or captured_at is not None:
-                if captured_at is not None and time.monotonic() - captured_at > GRACE_SECONDS:
-                    _end_group(process, signal.SIGTERM)
-                continue
-            if any(status.captured or status.error for status in read_all(status_dir)):
-                captured_at = time.monotonic()  # the job is to stop now: the rest of it gets a grace period
+            if job_done(read_all(status_dir)):
+                # The processes that recorded wait for this; the group first, so that a shell
+                # script cannot start its next command in between.
+                _end_group(process, signal.SIGKILL)
+                request_stop(status_dir)
     except KeyboardInterrupt:
         _end_group(process, signal.SIGINT)
+    finally:
+        request_stop(status_dir)
     return process.wait()
 
 
