@@ -18,7 +18,7 @@ Every hook and wrapper is removed once the fingerprint is taken, so later steps 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.fingerprint import Fingerprint
@@ -53,7 +53,9 @@ class _Model:
 
     def __init__(self, module: Any) -> None:
         self.module = module
-        self.recorder = ForwardRecorder(adapter_for(module, None))
+        self.adapter = adapter_for(module, None)
+        self.recorder = ForwardRecorder(self.adapter)
+        self.initial_state: list[tuple[Any, Any]] | None = None  # (buffer, its value before the first forward)
         self.names = {id(m): name for name, m in unwrap(module).named_modules()}
         self.inputs: list[Any] = []
         self.hooks: contextlib.ExitStack | None = None
@@ -63,6 +65,8 @@ class _Model:
         its pre-hooks collected before these existed, so its entry is replayed here."""
         if self.hooks is not None:
             return
+        if self.initial_state is None:  # running statistics move with every training forward
+            self.initial_state = [(item.tensor, item.tensor.detach().clone()) for item in self.adapter.named_state()]
         self.hooks = contextlib.ExitStack()
         self.hooks.enter_context(self.recorder.hooks())
         name = self.names.get(id(called))
@@ -74,6 +78,19 @@ class _Model:
         if self.hooks is not None:
             self.hooks.close()
             self.hooks = None
+
+    @contextlib.contextmanager
+    def state_before_forward(self) -> Iterator[None]:
+        """The buffers as they were before step 0's first forward, for the duration of the block."""
+        swapped = []
+        try:
+            for live, initial in self.initial_state or []:
+                swapped.append((live, live.detach().clone()))
+                live.data.copy_(initial)
+            yield
+        finally:
+            for live, current in swapped:
+                live.data.copy_(current)
 
     def batch(self) -> Any:
         return self.inputs[0] if len(self.inputs) == 1 else self.inputs
@@ -235,7 +252,8 @@ class TorchStepObserver:
             raise FingerprintError("no loss reached backward() before the first optimizer step")
         model = self._choose(optimizer)
         model.stop_recording()
-        probe = StepProbe(model.module, optimizer)
+        with model.state_before_forward():
+            probe = StepProbe(model.module, optimizer)
         probe.take_gradients()
         probe.add_forward(model.recorder.records)
         if self.clip is not None:
