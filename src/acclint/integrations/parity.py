@@ -42,3 +42,26 @@ def expect(fingerprint: Any, reference: "str | Path", on_mismatch: str, show: bo
     if show:
         warnings.warn(f"acclint: step 0 differs from {reference}\n{verdict}", stacklevel=2)
     return result
+
+
+class Outcome:
+    """What a callback does with step 0: write it to `output`, compare with `reference`."""
+
+    def __init__(self, output: "str | Path", reference: "str | Path | None", on_mismatch: str) -> None:
+        self.output = Path(output)
+        self.reference = None if reference is None else Path(reference)
+        self.on_mismatch = check_on_mismatch(on_mismatch)
+        if self.reference is not None and not self.reference.is_file():
+            raise FileNotFoundError(f"acclint: the reference fingerprint {self.reference} does not exist")
+        self.fingerprint: Any = None
+        self.result: ComparisonResult | None = None
+
+    def finish(self, fingerprint: Any) -> None:
+        fingerprint.save(self.output)
+        self.fingerprint = fingerprint
+        if self.reference is not None:
+            self.result = expect(fingerprint, self.reference, self.on_mismatch, show=fingerprint.rank == 0)
+
+    def fail(self, error: BaseException) -> None:
+        """Recording failed: training goes on, with a warning that says why."""
+        warnings.warn(f"acclint: step 0 was not recorded: {error}", stacklevel=2)

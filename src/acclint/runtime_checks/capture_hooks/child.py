@@ -26,11 +26,13 @@ class Session:
         self.settings = settings
         self.status = Status(pid=os.getpid(), framework=framework)
         self.written = False
+        self.fingerprint: Any = None
 
     def finish(self, fingerprint: Any) -> None:
         from acclint.integrations.parity import expect
 
         fingerprint.save(self.settings.output)
+        self.fingerprint = fingerprint
         self.status.captured, self.status.rank = True, fingerprint.rank
         self.status.world_size, self.status.logical = fingerprint.world_size, fingerprint.logical
         stop_code = None if self.settings.keep_going else 0

@@ -99,7 +99,7 @@ class _Model:
 class TorchStepObserver:
     """Installs the hooks; calls `finish(fingerprint)` once step 0 (and, with `steps` >= 2, the
     step-1 loss) is recorded, or `fail(error)` when recording fails. `model` names the model when
-    the caller knows it (a trainer callback); `batch`, set by a callback, replaces the inputs seen."""
+    the caller knows it (a trainer callback); `add_batch` (a callback's batches) replaces the inputs seen."""
 
     def __init__(self, finish: Callable[[Fingerprint], None], fail: Callable[[BaseException], None],
                  model: Any = None, steps: int = 1) -> None:
@@ -108,7 +108,7 @@ class TorchStepObserver:
         self.torch = torch
         self.finish, self.fail = finish, fail
         self.model, self.steps = model, steps
-        self.batch: Any = None
+        self.batches: list[Any] = []  # given by a callback (the trainer's batch): replaces the inputs seen
         self.models: dict[int, _Model] = {}
         self.depth = 0
         self.in_backward = False
@@ -119,6 +119,7 @@ class TorchStepObserver:
         self.optimizer: Any = None
         self.stepped = False  # step 0 recorded, waiting for the step-1 loss
         self._batch: Any = None
+        self._ready: Fingerprint | None = None
         self.done = False
         self._undo: list[Callable[[], None]] = []
 
@@ -180,10 +181,15 @@ class TorchStepObserver:
                 inputs = list(args) + ([kwargs] if kwargs else [])
                 model.inputs.append(inputs[0] if len(inputs) == 1 else inputs)
 
+    def add_batch(self, batch: Any) -> None:
+        if self.probe is None:
+            self.batches.append(batch)
+
     def _model_of(self, module: Any) -> "_Model | None":
-        """The candidate model a top-level call belongs to: the named model, else the module itself."""
+        """The candidate model a top-level call belongs to: the named model (a module of it, or a
+        wrapper around it such as DDP), else the module itself."""
         owner = self.model if self.model is not None else module
-        if self.model is not None and id(module) not in self._named().names and module is not self.model:
+        if self.model is not None and id(unwrap(module)) not in self._named().names:
             return None
         if id(owner) not in self.models:
             self.models[id(owner)] = _Model(owner)
@@ -258,7 +264,8 @@ class TorchStepObserver:
         probe.add_forward(model.recorder.records)
         if self.clip is not None:
             probe.set_extra("clip-grad", self.clip)  # as capture(clip_grad_norm=) records it
-        self._batch = self.batch if self.batch is not None else model.batch()
+        given = self.batches[0] if len(self.batches) == 1 else self.batches
+        self._batch = given if self.batches else model.batch()
         self.probe = probe
 
     def _after_update(self) -> None:
@@ -279,9 +286,8 @@ class TorchStepObserver:
 
     def _finish(self) -> None:
         self.done = True
-        fingerprint = self.probe.fingerprint()
+        self._ready = self.probe.fingerprint()
         self.uninstall()
-        self.finish(fingerprint)
 
     def _release_forward(self) -> None:
         """Between step 0 and step 1 only the loss is wanted: the forward hooks go now."""
@@ -300,6 +306,10 @@ class TorchStepObserver:
             self.done = True
             self.uninstall()
             self.fail(error)
+            return
+        if self._ready is not None:  # outside the guard: `finish` may stop the run on a mismatch
+            fingerprint, self._ready = self._ready, None
+            self.finish(fingerprint)
 
     def _choose(self, optimizer: Any) -> _Model:
         """The candidate holding most of the optimizer's parameters (a loss module called at the
