@@ -166,3 +166,16 @@ def test_torchrun_two_ranks_one_logical_fingerprint(project, tmp_path):
     assert second.returncode == 0, second.stderr
     result = compare(load(tmp_path / "t2.json"), fingerprint)
     assert (result.causes[0].kind, result.causes[0].name) == ("optimizer-hparam", "adam-beta2")
+
+
+def test_mindspore_model_train_without_an_edit(ms, tmp_path):
+    script = Path(__file__).with_name("ms_model_train.py")
+    run = capture(tmp_path, "-o", str(tmp_path / "ms.json"), "--", sys.executable, str(script))
+    assert run.returncode == 0, run.stderr
+    assert "trained to the end" not in run.stdout  # stopped after the captured step
+    fingerprint = load(tmp_path / "ms.json")
+    assert fingerprint.framework == "mindspore" and fingerprint.step.loss > 0
+    other = capture(tmp_path, "-o", str(tmp_path / "ms2.json"), "--reference", str(tmp_path / "ms.json"), "--",
+                    sys.executable, str(script), "0.02")
+    assert other.returncode == 1
+    assert "[optimizer-hparam] lr" in other.stderr

@@ -1,0 +1,16 @@
+"""A MindSpore program trained with Model.train, unmodified, for `acclint capture` (written for this suite)."""
+
+import sys
+
+import mindspore as ms
+import numpy as np
+from mindspore import nn
+
+lr = float(sys.argv[1]) if len(sys.argv) > 1 else 0.01
+ms.set_seed(0)
+net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
+data = np.random.default_rng(0).standard_normal((32, 9)).astype(np.float32)
+dataset = ms.dataset.NumpySlicesDataset((data[:, :8], data[:, 8:]), column_names=["x", "y"], shuffle=False).batch(8)
+model = ms.train.Model(net, loss_fn=nn.MSELoss(), optimizer=nn.Adam(net.trainable_params(), learning_rate=lr))
+model.train(2, dataset, dataset_sink_mode=False)
+print("trained to the end", flush=True)
