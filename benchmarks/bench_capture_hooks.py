@@ -7,7 +7,8 @@ test model's size). Each model trains `--steps` plain steps (zero_grad, forward,
 from the same seed `--repeats` times as is and as many times under the hooks `acclint capture` installs in the
 command's processes (`TorchStepObserver`, writing the fingerprint to a temporary file after step
 0), after one warm-up run. The runs alternate so that drift of a shared machine hits both alike,
-and each step's best time over the repeats counts.
+and each step's best time over the repeats counts, in CPU time of the process (all its threads:
+what the hooks cost, less sensitive to other jobs on a shared machine) and in wall time.
 
 Reported: step 0 hooked against step 0 plain (what the capture costs: hashing and statistics of
 the weights, the update snapshot, forward hooks on every module); the median of the later steps
@@ -45,7 +46,7 @@ SIZES = {  # bench_runtime's model and the sizes it is built with
 }
 
 
-def train(size: str, steps: int, hooked: bool, folder: Path) -> list[float]:
+def train(size: str, steps: int, hooked: bool, folder: Path) -> list[tuple[float, float]]:
     name, options = SIZES[size]
     args = argparse.Namespace(device="cpu", **{**SIZES["small"][1], **SIZES["linear"][1], **options})
     torch.manual_seed(0)
@@ -61,11 +62,11 @@ def train(size: str, steps: int, hooked: bool, folder: Path) -> list[float]:
             raise error
 
         TorchStepObserver(finish, fail).install()
-    times = []
+    times = []  # (CPU, wall) seconds per step
     for _ in range(steps):
-        started = time.perf_counter()
+        cpu, wall = time.process_time(), time.perf_counter()
         plain_step(model, optimizer, loss_fn, batch)
-        times.append(time.perf_counter() - started)
+        times.append((time.process_time() - cpu, time.perf_counter() - wall))
     assert not hooked or captured, "the hooks recorded nothing"
     return times
 
@@ -92,31 +93,34 @@ def startup(hooked: bool, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=(*SIZES, "all"), default="all")
-    parser.add_argument("--steps", type=int, default=4, help="training steps per run (step 0 and the ones after)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each kind; the best time of each step counts")
+    parser.add_argument("--steps", type=int, default=3, help="training steps per run (step 0 and the ones after)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each kind; the best time of each step counts")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     figures: dict = {"torch": torch.__version__, "threads": torch.get_num_threads()}
     with tempfile.TemporaryDirectory() as folder:
         for size in SIZES if args.model == "all" else [args.model]:
             train(size, 2, False, Path(folder))  # warm-up: first-time costs of torch, not of acclint
-            runs: dict[bool, list[list[float]]] = {False: [], True: []}
+            runs: dict[bool, list] = {False: [], True: []}
             for _ in range(args.repeats):
                 for hooked_run in (False, True):
                     runs[hooked_run].append(train(size, args.steps, hooked_run, Path(folder)))
-            plain, hooked = ([min(times) for times in zip(*runs[h])] for h in (False, True))  # best per step
-            later_plain, later_hooked = statistics.median(plain[1:]), statistics.median(hooked[1:])
-            figures[size] = {
-                "step0_plain_s": plain[0], "step0_hooked_s": hooked[0], "step0_added_s": hooked[0] - plain[0],
-                "later_plain_s": later_plain, "later_hooked_s": later_hooked,
-                "later_ratio": later_hooked / later_plain,
-                "fingerprint_bytes": (Path(folder) / f"{size}.json").stat().st_size,
-            }
-            f = figures[size]
-            print(f"{size}: step 0 {f['step0_plain_s']:.3f} s plain, {f['step0_hooked_s']:.3f} s captured "
-                  f"(+{f['step0_added_s']:.3f} s); later steps {f['later_plain_s']:.3f} s plain, "
-                  f"{f['later_hooked_s']:.3f} s after the capture ({f['later_ratio']:.2f}x); "
-                  f"fingerprint {f['fingerprint_bytes'] / 1024:.0f} KiB", flush=True)
+            f: dict = {"fingerprint_bytes": (Path(folder) / f"{size}.json").stat().st_size}
+            for clock, index in (("cpu", 0), ("wall", 1)):
+                # each step's best time over the repeats
+                plain, hooked = ([min(run[i][index] for run in runs[h]) for i in range(args.steps)] for h in (False, True))
+                f[f"step0_plain_{clock}_s"], f[f"step0_hooked_{clock}_s"] = plain[0], hooked[0]
+                f[f"step0_added_{clock}_s"] = hooked[0] - plain[0]
+                f[f"later_plain_{clock}_s"] = statistics.median(plain[1:])
+                f[f"later_hooked_{clock}_s"] = statistics.median(hooked[1:])
+                f[f"later_ratio_{clock}"] = f[f"later_hooked_{clock}_s"] / f[f"later_plain_{clock}_s"]
+            figures[size] = f
+            for clock in ("cpu", "wall"):
+                print(f"{size} ({clock}): step 0 {f[f'step0_plain_{clock}_s']:.3f} s plain, "
+                      f"{f[f'step0_hooked_{clock}_s']:.3f} s captured (+{f[f'step0_added_{clock}_s']:.3f} s); later "
+                      f"steps {f[f'later_plain_{clock}_s']:.3f} s plain, {f[f'later_hooked_{clock}_s']:.3f} s after "
+                      f"the capture ({f[f'later_ratio_{clock}']:.2f}x)", flush=True)
+            print(f"{size}: fingerprint {f['fingerprint_bytes'] / 1024:.0f} KiB", flush=True)
     figures["startup_plain_s"], figures["startup_hooked_s"] = startup(False, 3), startup(True, 3)
     print(f"python -c 'import torch': {figures['startup_plain_s']:.3f} s plain, "
           f"{figures['startup_hooked_s']:.3f} s with the start-up hook")
