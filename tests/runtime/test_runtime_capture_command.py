@@ -179,3 +179,13 @@ def test_mindspore_model_train_without_an_edit(ms, tmp_path):
                     sys.executable, str(script), "0.02")
     assert other.returncode == 1
     assert "[optimizer-hparam] lr" in other.stderr
+
+
+def test_acclint_capture_itself_imports_no_framework():
+    """The parent only launches and reads status files: torch's import time is the command's alone."""
+    script = ("import sys\nimport acclint.runtime_checks.capture_hooks.command\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'mindspore'}))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
