@@ -46,7 +46,22 @@ SIZES = {  # bench_runtime's model and the sizes it is built with
 }
 
 
+# The small model's step (about 2 ms) is shorter than a scheduler time slice: with two OpenMP
+# threads on a shared 2-core machine its time is the other jobs' noise, so it runs on one thread.
+SINGLE_THREADED = {"small"}
+
+
 def train(size: str, steps: int, hooked: bool, folder: Path) -> list[tuple[float, float]]:
+    threads = torch.get_num_threads()
+    if size in SINGLE_THREADED:
+        torch.set_num_threads(1)
+    try:
+        return _train(size, steps, hooked, folder)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(size: str, steps: int, hooked: bool, folder: Path) -> list[tuple[float, float]]:
     name, options = SIZES[size]
     args = argparse.Namespace(device="cpu", **{**SIZES["small"][1], **SIZES["linear"][1], **options})
     torch.manual_seed(0)
