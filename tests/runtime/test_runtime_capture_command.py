@@ -168,15 +168,18 @@ def test_torchrun_two_ranks_one_logical_fingerprint(project, tmp_path):
     assert (result.causes[0].kind, result.causes[0].name) == ("optimizer-hparam", "adam-beta2")
 
 
-def test_mindspore_model_train_without_an_edit(ms, tmp_path):
+@pytest.mark.parametrize("how", ["model", "loop"])
+def test_mindspore_without_an_edit(ms, tmp_path, how):
+    """Model.train, and a loop of the program's own around nn.TrainOneStepCell."""
     script = Path(__file__).with_name("ms_model_train.py")
-    run = capture(tmp_path, "-o", str(tmp_path / "ms.json"), "--", sys.executable, str(script))
+    run = capture(tmp_path, "-o", str(tmp_path / "ms.json"), "--", sys.executable, str(script), "0.01", how)
     assert run.returncode == 0, run.stderr
     assert "trained to the end" not in run.stdout  # stopped after the captured step
     fingerprint = load(tmp_path / "ms.json")
     assert fingerprint.framework == "mindspore" and fingerprint.step.loss > 0
+    assert [p.name for p in fingerprint.params][:1] == ["0.weight"]  # the network's own names, not WithLossCell's
     other = capture(tmp_path, "-o", str(tmp_path / "ms2.json"), "--reference", str(tmp_path / "ms.json"), "--",
-                    sys.executable, str(script), "0.02")
+                    sys.executable, str(script), "0.02", how)
     assert other.returncode == 1
     assert "[optimizer-hparam] lr" in other.stderr
 

@@ -34,14 +34,7 @@ class AcclintCallback(Callback):
         if batch is None:
             self.outcome.fail(RuntimeError("Model.train gave no batch to the callback (dataset_sink_mode=True?)"))
             return
-        from acclint.runtime_checks.capture import capture
-
-        try:
-            fingerprint = capture(params.network, params.optimizer, _loss_of(params.loss_fn), tuple(batch))
-        except Exception as error:  # the user's training goes on without the fingerprint
-            self.outcome.fail(error)
-            return
-        self.outcome.finish(fingerprint)
+        capture_step(params.network, params.optimizer, params.loss_fn, tuple(batch), self.outcome)
 
     def on_train_end(self, run_context: Any) -> None:
         if not self.done:
@@ -51,6 +44,18 @@ class AcclintCallback(Callback):
     @property
     def fingerprint(self) -> Any:
         return self.outcome.fingerprint
+
+
+def capture_step(network: Any, optimizer: Any, loss_cell: Any, batch: tuple, outcome: Any) -> None:
+    """capture() of the step about to run, handed to `outcome` (its failure too: training goes on)."""
+    from acclint.runtime_checks.capture import capture
+
+    try:
+        fingerprint = capture(network, optimizer, _loss_of(loss_cell), batch)
+    except Exception as error:
+        outcome.fail(error)
+        return
+    outcome.finish(fingerprint)
 
 
 def _loss_of(loss_cell: Any) -> Any:

@@ -112,7 +112,7 @@ def _why_no_step(statuses: list[Status], returncode: int) -> str:
     if all(s.framework == "torch" and s.optimizers == 0 for s in statuses):
         return f"torch was imported but no torch.optim.Optimizer was created{ended}"
     if all(s.framework == "mindspore" for s in statuses):
-        return f"MindSpore was imported but Model.train ran no step{ended}"
+        return f"MindSpore was imported but no Model.train or TrainOneStepCell step ran{ended}"
     return f"the program ended before its first optimizer step{ended}"
 
 

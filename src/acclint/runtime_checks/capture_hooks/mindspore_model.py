@@ -1,7 +1,9 @@
-"""MindSpore under `acclint capture`: every Model.train call gets acclint's callback.
+"""MindSpore under `acclint capture`: Model.train gets acclint's callback, and a loop of the user's
+own around `nn.TrainOneStepCell` (or a subclass: the loss-scale cells) is captured at its first call.
 
-A loop of the user's own around TrainOneStepCell or value_and_grad has no place where MindSpore
-lets a hook see the gradients; such a program needs `acclint.runtime.Probe` (one line per step).
+Both run `acclint.runtime.capture` on the first step's batch (one extra step, rolled back) before
+the program's own step. A loop around `value_and_grad` and an optimizer call has no place where
+MindSpore lets a hook see the step: such a program needs `acclint.runtime.Probe`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from typing import Any
 
 
 def patch_model_train(mindspore: Any, session: Any) -> None:
+    from mindspore import nn
     from mindspore.train import Model
 
-    from acclint.integrations.mindspore import AcclintCallback
+    from acclint.integrations.mindspore import AcclintCallback, capture_step
 
     train = Model.train
 
@@ -27,3 +30,23 @@ def patch_model_train(mindspore: Any, session: Any) -> None:
         return train(self, epoch, train_dataset, [*listed, extra], *args, **kwargs)
 
     Model.train = train_with_acclint
+    step_cell = nn.TrainOneStepCell
+    call = step_cell.__call__
+
+    @functools.wraps(call)
+    def first_step_captured(self: Any, *inputs: Any, **kwargs: Any) -> Any:
+        if not session.written:
+            network, loss = _unwrap_loss_cell(self.network)
+            capture_step(network, self.optimizer, loss, inputs, session)
+        return call(self, *inputs, **kwargs)
+
+    step_cell.__call__ = first_step_captured
+
+
+def _unwrap_loss_cell(network: Any) -> tuple[Any, Any]:
+    """(the user's network, its loss cell) from nn.WithLossCell, so names are the network's own;
+    any other cell is the network that returns the loss."""
+    backbone, loss = getattr(network, "_backbone", None), getattr(network, "_loss_fn", None)
+    if backbone is not None and loss is not None:
+        return backbone, loss
+    return network, None
