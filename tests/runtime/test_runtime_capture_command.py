@@ -192,3 +192,16 @@ def test_acclint_capture_itself_imports_no_framework():
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_bad_output_and_bad_reference_exit_2_with_a_message(project, tmp_path):
+    unwritable = capture(project, "-o", "/proc/acclint-none/a.json", *train())
+    assert unwritable.returncode == 2
+    assert "error: cannot write /proc/acclint-none/a.json" in unwritable.stderr
+    stranger = tmp_path / "other.json"
+    stranger.write_text('{"x": 1}')
+    unreadable = capture(project, "-o", str(tmp_path / "z.json"), "--reference", str(stranger), *train())
+    assert unreadable.returncode == 2
+    assert "not an acclint fingerprint" in unreadable.stderr
+    for run in (unwritable, unreadable):
+        assert "Traceback" not in run.stderr

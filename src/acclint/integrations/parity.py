@@ -57,7 +57,11 @@ class Outcome:
         self.result: ComparisonResult | None = None
 
     def finish(self, fingerprint: Any) -> None:
-        fingerprint.save(self.output)
+        try:
+            fingerprint.save(self.output)
+        except OSError as error:
+            self.fail(OSError(f"cannot write {self.output}: {error.strerror or error}"))
+            return
         self.fingerprint = fingerprint
         if self.reference is not None:
             self.result = expect(fingerprint, self.reference, self.on_mismatch, show=fingerprint.rank == 0)

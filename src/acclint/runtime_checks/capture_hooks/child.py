@@ -31,7 +31,12 @@ class Session:
     def finish(self, fingerprint: Any) -> None:
         from acclint.integrations.parity import expect
 
-        fingerprint.save(self.settings.output)
+        try:
+            fingerprint.save(self.settings.output)
+        except OSError as error:
+            self.status.error = f"cannot write {self.settings.output}: {error.strerror or error}"
+            self._stop_after_error()
+            return
         self.fingerprint = fingerprint
         self.status.captured, self.status.rank = True, fingerprint.rank
         self.status.world_size, self.status.logical = fingerprint.world_size, fingerprint.logical
@@ -51,7 +56,11 @@ class Session:
             stop(stop_code, self.settings)
 
     def fail(self, error: BaseException) -> None:
-        self.status.error = f"{type(error).__name__}: {error}" if not _ours(error) else str(error)
+        cause = f"{type(error).__name__}: {error}" if not _ours(error) else str(error)
+        self.status.error = f"could not record step 0: {cause}"
+        self._stop_after_error()
+
+    def _stop_after_error(self) -> None:
         self.status.stopping = not self.settings.keep_going
         self.write_status()
         if self.status.stopping:

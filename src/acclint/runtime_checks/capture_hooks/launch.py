@@ -89,7 +89,7 @@ def outcome(statuses: list[Status], returncode: int, settings: Settings) -> Outc
     """The exit status and message of `acclint capture`, from what every process said."""
     errors = [s.error for s in statuses if s.error]
     if errors:
-        return Outcome(EXIT_ERROR, "could not record step 0: " + "; ".join(sorted(set(errors))))
+        return Outcome(EXIT_ERROR, "error: " + "; ".join(sorted(set(errors))))
     captured = [s for s in statuses if s.captured]
     if not captured:
         return Outcome(EXIT_ERROR, "no optimizer step was seen: " + _why_no_step(statuses, returncode))
