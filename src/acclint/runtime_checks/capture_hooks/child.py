@@ -43,9 +43,12 @@ class Session:
         stop_code = None if self.settings.keep_going else 0
         if self.settings.reference:
             try:
+                warn = self.settings.on_mismatch == "warn"  # printed here: the program may silence warnings
                 result = expect(fingerprint, self.settings.reference, self.settings.on_mismatch,
-                                show=fingerprint.rank == 0)
+                                show=fingerprint.rank == 0 and not warn)
                 self.status.ok = result.ok
+                if warn and fingerprint.rank == 0:
+                    print(result.verdict(), file=sys.stderr, flush=True)
             except SystemExit:
                 self.status.ok, stop_code = False, 1
             except Exception as error:  # an unreadable reference: the parent reports it
