@@ -17,83 +17,13 @@ Every hook and wrapper is removed once the fingerprint is taken, so later steps 
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
+from acclint.runtime_checks.capture_hooks.candidate import Candidate
+from acclint.runtime_checks.capture_hooks.step_probe import StepProbe
 from acclint.runtime_checks.errors import FingerprintError
 from acclint.runtime_checks.fingerprint import Fingerprint
-from acclint.runtime_checks.forward import ForwardRecorder
-from acclint.runtime_checks.frameworks import adapter_for
-from acclint.runtime_checks.probe import Probe
 from acclint.runtime_checks.torch_adapter import unwrap
-
-
-class StepProbe(Probe):
-    """A Probe whose gradient norms are read when the optimizer step begins, not at record():
-    an optimizer may change .grad in place during its step."""
-
-    _taken: "dict[str, float | None]"
-
-    def take_gradients(self) -> None:
-        self._taken = super()._grad_norms(None)
-
-    def _grad_norms(self, grads: Any) -> "dict[str, float | None]":
-        return self._taken
-
-    def add_forward(self, records: list) -> None:
-        self._fingerprint.forward = records  # the forward stage: recorded by the hooks, not by Probe
-
-    def set_extra(self, key: str, value: Any) -> None:
-        if self._fingerprint.optimizer is not None:
-            self._fingerprint.optimizer.extra[key] = value
-
-
-class _Model:
-    """A candidate model: its forward recorder and the inputs of its top-level calls."""
-
-    def __init__(self, module: Any) -> None:
-        self.module = module
-        self.adapter = adapter_for(module, None)
-        self.recorder = ForwardRecorder(self.adapter)
-        self.initial_state: list[tuple[Any, Any]] | None = None  # (buffer, its value before the first forward)
-        self.names = {id(m): name for name, m in unwrap(module).named_modules()}
-        self.inputs: list[Any] = []
-        self.hooks: contextlib.ExitStack | None = None
-
-    def start_recording(self, called: Any, args: Any) -> None:
-        """Hooks on every module from now until the backward pass. The module being called had
-        its pre-hooks collected before these existed, so its entry is replayed here."""
-        if self.hooks is not None:
-            return
-        if self.initial_state is None:  # running statistics move with every training forward
-            self.initial_state = [(item.tensor, item.tensor.detach().clone()) for item in self.adapter.named_state()]
-        self.hooks = contextlib.ExitStack()
-        self.hooks.enter_context(self.recorder.hooks())
-        name = self.names.get(id(called))
-        if name is not None:
-            leaf = next(called.children(), None) is None
-            self.recorder._enter_hook(name, type(called).__name__, leaf)(args, {})
-
-    def stop_recording(self) -> None:
-        if self.hooks is not None:
-            self.hooks.close()
-            self.hooks = None
-
-    @contextlib.contextmanager
-    def state_before_forward(self) -> Iterator[None]:
-        """The buffers as they were before step 0's first forward, for the duration of the block."""
-        swapped = []
-        try:
-            for live, initial in self.initial_state or []:
-                swapped.append((live, live.detach().clone()))
-                live.data.copy_(initial)
-            yield
-        finally:
-            for live, current in swapped:
-                live.data.copy_(current)
-
-    def batch(self) -> Any:
-        return self.inputs[0] if len(self.inputs) == 1 else self.inputs
 
 
 class TorchStepObserver:
@@ -109,7 +39,7 @@ class TorchStepObserver:
         self.finish, self.fail = finish, fail
         self.model, self.steps = model, steps
         self.batches: list[Any] = []  # given by a callback (the trainer's batch): replaces the inputs seen
-        self.models: dict[int, _Model] = {}
+        self.models: dict[int, Candidate] = {}
         self.depth = 0
         self.in_backward = False
         self.losses: list[float] = []
@@ -185,19 +115,19 @@ class TorchStepObserver:
         if self.probe is None:
             self.batches.append(batch)
 
-    def _model_of(self, module: Any) -> "_Model | None":
+    def _model_of(self, module: Any) -> "Candidate | None":
         """The candidate model a top-level call belongs to: the named model (a module of it, or a
         wrapper around it such as DDP), else the module itself."""
         owner = self.model if self.model is not None else module
         if self.model is not None and id(unwrap(module)) not in self._named().names:
             return None
         if id(owner) not in self.models:
-            self.models[id(owner)] = _Model(owner)
+            self.models[id(owner)] = Candidate(owner)
         return self.models[id(owner)]
 
-    def _named(self) -> _Model:
+    def _named(self) -> Candidate:
         if id(self.model) not in self.models:
-            self.models[id(self.model)] = _Model(self.model)
+            self.models[id(self.model)] = Candidate(self.model)
         return self.models[id(self.model)]
 
     # ------------------------------------------------------------------ loss
@@ -311,7 +241,7 @@ class TorchStepObserver:
             fingerprint, self._ready = self._ready, None
             self.finish(fingerprint)
 
-    def _choose(self, optimizer: Any) -> _Model:
+    def _choose(self, optimizer: Any) -> Candidate:
         """The candidate holding most of the optimizer's parameters (a loss module called at the
         top level, or a frozen teacher, holds none)."""
         held = {id(p) for group in optimizer.param_groups for p in group["params"]}
