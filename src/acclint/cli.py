@@ -53,6 +53,10 @@ class _LazyGroup(click.Group):
                                 "pip install 'acclint[torch]' or 'acclint[mindspore]'")
 
 
+# `acclint capture -- COMMAND`: runs a training command with the step-0 hooks (runtime extras).
+_LazyGroup.lazy["capture"] = ("acclint.runtime_checks.capture_hooks.command", "capture_command")
+
+
 def _unavailable(name: str, message: str) -> click.Command:
     """Stands in for a command whose dependencies are missing, so --help still works."""
 

@@ -1,0 +1,66 @@
+"""`model.train(epochs, dataset, callbacks=[AcclintCallback(output="npu.json")])`: step 0 of MindSpore's Model.train.
+
+MindSpore keeps no gradients where a hook could read them, so at the first step's start the
+callback runs `acclint.runtime.capture` on that step's batch: one extra step of the network the
+Model trains, rolled back (weights, optimizer state and RNG put back), then Model.train takes
+its own step as it would have. The batch comes from the dataset only with
+`dataset_sink_mode=False` (in sink mode the steps run on the device, out of the callback's view).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mindspore.train import Callback
+
+from acclint.integrations.parity import Outcome
+
+
+class AcclintCallback(Callback):
+    def __init__(self, output: "str | Path" = "fingerprint.json", reference: "str | Path | None" = None,
+                 on_mismatch: str = "exit", outcome: Any = None) -> None:
+        super().__init__()
+        # `outcome`: what to do with the fingerprint, when not the default (acclint capture's own)
+        self.outcome = outcome if outcome is not None else Outcome(output, reference, on_mismatch)
+        self.done = False
+
+    def on_train_step_begin(self, run_context: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        params = run_context.original_args()
+        batch = getattr(params, "train_dataset_element", None)
+        if batch is None:
+            self.outcome.fail(RuntimeError("Model.train gave no batch to the callback (dataset_sink_mode=True?)"))
+            return
+        capture_step(params.network, params.optimizer, params.loss_fn, tuple(batch), self.outcome)
+
+    def on_train_end(self, run_context: Any) -> None:
+        if not self.done:
+            self.done = True
+            self.outcome.fail(RuntimeError("training ended before the first step (dataset_sink_mode=True?)"))
+
+    @property
+    def fingerprint(self) -> Any:
+        return self.outcome.fingerprint
+
+
+def capture_step(network: Any, optimizer: Any, loss_cell: Any, batch: tuple, outcome: Any) -> None:
+    """capture() of the step about to run, handed to `outcome` (its failure too: training goes on)."""
+    from acclint.runtime_checks.capture import capture
+
+    try:
+        fingerprint = capture(network, optimizer, _loss_of(loss_cell), batch)
+    except Exception as error:
+        outcome.fail(error)
+        return
+    outcome.finish(fingerprint)
+
+
+def _loss_of(loss_cell: Any) -> Any:
+    """loss_fn(network, batch) as Model.train computes it: network(*data) then the loss on the
+    label (the batch's last element), or the network itself when it returns the loss."""
+    if loss_cell is None:
+        return lambda network, batch: network(*batch)
+    return lambda network, batch: loss_cell(network(*batch[:-1]), batch[-1])

@@ -1,0 +1,27 @@
+"""The Probe the hooks fill: gradient norms read when the step begins, the forward stage added."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acclint.runtime_checks.probe import Probe
+
+
+class StepProbe(Probe):
+    """A Probe whose gradient norms are read when the optimizer step begins, not at record():
+    an optimizer may change .grad in place during its step."""
+
+    _taken: "dict[str, float | None]"
+
+    def take_gradients(self) -> None:
+        self._taken = super()._grad_norms(None)
+
+    def _grad_norms(self, grads: Any) -> "dict[str, float | None]":
+        return self._taken
+
+    def add_forward(self, records: list) -> None:
+        self._fingerprint.forward = records  # the forward stage: recorded by the hooks, not by Probe
+
+    def set_extra(self, key: str, value: Any) -> None:
+        if self._fingerprint.optimizer is not None:
+            self._fingerprint.optimizer.extra[key] = value
