@@ -88,7 +88,8 @@ def test_two_runs_at_parity_exit_0(project, reference, tmp_path):
 def test_a_changed_beta2_is_reported_as_optimizer_hparam_first_exit_1(project, reference, tmp_path):
     run = capture(project, "-o", str(tmp_path / "c.json"), "--reference", str(reference), *train("--beta2=0.99"))
     assert run.returncode == 1, run.stderr
-    assert "[optimizer-hparam] adam-beta2 is 0.99 on the left, 0.95 on the right" in run.stderr
+    # The reference is the left side, as in `acclint compare REF NEW`; the verdict goes to stdout.
+    assert "[optimizer-hparam] adam-beta2 is 0.95 on the left, 0.99 on the right" in run.stdout
     first = compare(load(tmp_path / "c.json"), load(reference)).causes[0]
     assert (first.kind, first.name) == ("optimizer-hparam", "adam-beta2")
 
@@ -99,7 +100,7 @@ def test_warn_prints_the_verdict_and_lets_the_job_finish(project, reference, tmp
                   "--continue", *train("--beta2=0.99", f"--out_file={done}"),
                   env={"PYTHONWARNINGS": "ignore"})  # a program that silences warnings still shows the verdict
     assert run.returncode == 0, run.stderr
-    assert "adam-beta2" in run.stderr and done.exists()
+    assert "adam-beta2" in run.stdout + run.stderr and done.exists()
 
 
 def test_steps_2_records_the_loss_of_the_next_step(project, tmp_path):
@@ -182,7 +183,7 @@ def test_mindspore_without_an_edit(ms, tmp_path, how):
     other = capture(tmp_path, "-o", str(tmp_path / "ms2.json"), "--reference", str(tmp_path / "ms.json"), "--",
                     sys.executable, str(script), "0.02", how)
     assert other.returncode == 1
-    assert "[optimizer-hparam] lr" in other.stderr
+    assert "[optimizer-hparam] lr" in other.stdout
 
 
 def test_acclint_capture_itself_imports_no_framework():

@@ -78,7 +78,7 @@ def test_transformers_mismatch_modes(hf_reference, tmp_path, on_mismatch, capsys
         with pytest.raises(SystemExit) as stopped:
             hf_train(tmp_path, callback, beta2=0.99)
         assert stopped.value.code == 1
-        assert "[optimizer-hparam] adam-beta2" in capsys.readouterr().err
+        assert "[optimizer-hparam] adam-beta2" in capsys.readouterr().out  # as `acclint compare` prints it
     else:
         with pytest.warns(UserWarning, match="adam-beta2"):
             hf_train(tmp_path, callback, beta2=0.99)  # and training ran to its end

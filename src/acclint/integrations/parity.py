@@ -1,19 +1,14 @@
-"""The in-run parity check the callbacks and `acclint capture` share.
-
-One function, so that it can become a call of `acclint.runtime.expect_parity` once that exists
-with the same three modes.
-"""
+"""The in-run parity check the callbacks and `acclint capture` share: `acclint.runtime.expect_parity`,
+plus the one line a run prints at parity."""
 
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
-from acclint.runtime_checks.compare import ComparisonResult, compare
-
-ON_MISMATCH = ("exit", "warn", "raise")
+from acclint.runtime_checks.compare import ComparisonResult
+from acclint.runtime_checks.expect import ON_MISMATCH, expect_parity
 
 
 def check_on_mismatch(on_mismatch: str) -> str:
@@ -23,24 +18,11 @@ def check_on_mismatch(on_mismatch: str) -> str:
 
 
 def expect(fingerprint: Any, reference: "str | Path", on_mismatch: str, show: bool = True) -> ComparisonResult:
-    """Compare `fingerprint` with the reference file. At parity one line is printed (when `show`);
-    on a mismatch: "raise" raises AssertionError with the verdict, "exit" prints it and raises
-    SystemExit(1) (no traceback), "warn" warns with it and returns. `show` False (the ranks after
-    rank 0) prints nothing but acts alike."""
-    result = compare(fingerprint, reference)
-    if result.ok:
-        if show:
-            print(f"acclint: step 0 at parity with {reference}", file=sys.stderr, flush=True)
-        return result
-    verdict = result.verdict()
-    if on_mismatch == "raise":
-        raise AssertionError(verdict)
-    if on_mismatch == "exit":
-        if show:
-            print(verdict, file=sys.stderr, flush=True)
-        raise SystemExit(1)
-    if show:
-        warnings.warn(f"acclint: step 0 differs from {reference}\n{verdict}", stacklevel=2)
+    """expect_parity(fingerprint, reference, on_mismatch); at parity one line on stderr (when `show`:
+    rank 0 of a distributed run)."""
+    result = expect_parity(fingerprint, reference, on_mismatch)
+    if result is not None and result.ok and show:
+        print(f"acclint: step 0 at parity with {reference}", file=sys.stderr, flush=True)
     return result
 
 

@@ -30,6 +30,7 @@ class Session:
 
     def finish(self, fingerprint: Any) -> None:
         from acclint.integrations.parity import expect
+        from acclint.runtime_checks.expect import ParityError
 
         try:
             fingerprint.save(self.settings.output)
@@ -42,15 +43,17 @@ class Session:
         self.status.world_size, self.status.logical = fingerprint.world_size, fingerprint.logical
         stop_code = None if self.settings.keep_going else 0
         if self.settings.reference:
+            # Asked to raise, whatever --on-mismatch says: the verdict is printed here (the program may
+            # silence warnings) and the parent owns the exit status.
             try:
-                warn = self.settings.on_mismatch == "warn"  # printed here: the program may silence warnings
-                result = expect(fingerprint, self.settings.reference, self.settings.on_mismatch,
-                                show=fingerprint.rank == 0 and not warn)
-                self.status.ok = result.ok
-                if warn and fingerprint.rank == 0:
-                    print(result.verdict(), file=sys.stderr, flush=True)
-            except SystemExit:
-                self.status.ok, stop_code = False, 1
+                expect(fingerprint, self.settings.reference, "raise", show=fingerprint.rank == 0)
+                self.status.ok = True
+            except ParityError as mismatch:
+                self.status.ok = False
+                if fingerprint.rank == 0:
+                    print(mismatch.result.verdict(), flush=True)
+                if self.settings.on_mismatch == "exit":
+                    stop_code = 1
             except Exception as error:  # an unreadable reference: the parent reports it
                 self.status.error = f"cannot compare with {self.settings.reference}: {error}"
         self.status.stopping = stop_code is not None
