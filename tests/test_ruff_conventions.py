@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from acclint.cli import main
+from acclint.linter.maturity import is_preview
 from acclint.rules import all_rules
 
 if sys.version_info >= (3, 11):
@@ -80,7 +81,8 @@ def invoke(*args, input=None, env=None):
 
 
 def scan_json(*args, input=None):
-    result = invoke("scan", *args, "--format", "json", input=input)
+    # --preview: these tests are about options and layering, and use every rule (ACL104 is preview).
+    result = invoke("scan", *args, "--format", "json", "--preview", input=input)
     assert result.exit_code in (0, 1), result.output
     return json.loads(result.stdout)
 
@@ -138,7 +140,7 @@ def test_statistics_count_the_findings_per_rule(project):
         expected[finding["rule"]] = expected.get(finding["rule"], 0) + 1
     expected["E999"] = 1
 
-    as_json = invoke("scan", ".", "--statistics", "--output-format", "json")
+    as_json = invoke("scan", ".", "--statistics", "--output-format", "json", "--preview")
     assert as_json.exit_code == 1  # exits as the scan does
     rows = json.loads(as_json.stdout)
     assert {row["code"]: row["count"] for row in rows} == expected
@@ -147,7 +149,7 @@ def test_statistics_count_the_findings_per_rule(project):
     assert by_code["ACL202"]["name"] == "cudnn-benchmark" and by_code["E999"]["name"] == "syntax-error"
     assert by_code["ACL102"]["fixable"] is True and by_code["ACL202"]["fixable"] is False  # unsafe only
 
-    text = invoke("scan", ".", "--statistics")
+    text = invoke("scan", ".", "--statistics", "--preview")
     assert text.exit_code == 1
     lines = text.stdout.splitlines()
     assert len(lines) == len(expected)
@@ -230,8 +232,10 @@ def test_show_settings_prints_the_resolved_configuration_as_toml(project):
     assert settings["fail-on"] == "error" and settings["exit-zero"] is True
     assert settings["output-format"] == "json" and settings["respect-gitignore"] is False
     assert settings["paths"] == ["missing_dir"]
-    seed_rules = {code for code, rule in ((r.code, r) for r in all_rules()) if rule.category == "seed"}
+    # Preview rules stay off: a category selects only the stable ones (ruff's preview).
+    seed_rules = {r.code for r in all_rules() if r.category == "seed" and not is_preview(r)}
     assert set(settings["active-rules"]) == (seed_rules - {"ACL102"}) | {"ACL202"}
+    assert settings["preview"] is False
 
 
 # --------------------------------------------------------------------------------------------

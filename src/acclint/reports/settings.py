@@ -24,6 +24,9 @@ def render_settings(config: Config, active_codes: Iterable[str], options: dict) 
         "fail-on": config.fail_on,
         "respect-gitignore": config.respect_gitignore,
         "fix": config.fix,
+        "preview": config.preview,
+        "max-file-size": config.max_file_size,
+        "file-time-budget": config.file_time_budget,
         "active-rules": sorted(active_codes),
     }
     lines = [f"# acclint {__version__}: resolved settings (unset values are left out)"]
