@@ -11,7 +11,7 @@ from acclint.linter.facts import FileFacts
 from acclint.linter.frameworks import applies
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Rule
-from acclint.rules.flags import runs_only_when
+from acclint.rules.flags import runs_only_when, written_opt_in
 from acclint.rules.program_facts import ProgramFacts, Source, determinism_setting, program_facts
 
 
@@ -43,7 +43,18 @@ class ExplicitRule(Rule):
 
     def check_file(self, ctx: FileContext) -> None:
         for found in self.written(ctx.facts):
-            ctx.report(self, found.node, found.message, fix=found.fix, severity=found.severity, autofix=found.autofix)
+            report_written(ctx, self, found.node, found.message, fix=found.fix, severity=found.severity,
+                           autofix=found.autofix)
+
+
+def report_written(ctx: FileContext, rule: Rule, node: int, message: str, *, fix: Optional[str] = None,
+                   severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
+    """Report a setting written at `node`. Written under a flag this file declares off by default, it is
+    the opt-in of users who pass the flag, not what the default run does: said so, as info."""
+    opted = written_opt_in(ctx.facts, node)
+    if opted is not None:
+        message, severity = f"{message.rstrip('.')} ({runs_only_when('it', *opted)}).", "info"
+    ctx.report(rule, node, message, fix=fix, severity=severity, autofix=autofix)
 
 
 class ProgramRule(Rule):

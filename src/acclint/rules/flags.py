@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from acclint.linter.context import ProgramContext
-from acclint.linter.facts import NOT_LITERAL, FlagGuard
+from acclint.linter.facts import NOT_LITERAL, FileFacts, FlagGuard
+from acclint.rules.flow import cached
 from acclint.rules.memo import per_flow
 
 # argparse actions whose default is not None when `default=` is not given.
@@ -30,17 +31,41 @@ OffByDefault = Declared  # a declaration whose default makes the guarded code sk
 
 def off_by_default(ctx: ProgramContext, guard: FlagGuard) -> Optional[Declared]:
     """The declaration that makes `guard` false in a run given no flags, if every declaration
-    of that name does; None when it is on by default or its default cannot be seen."""
+    of that name does (in the program's files); None when it is on by default or its default cannot be seen."""
+    return _off_by_default(_declarations(ctx), guard)
+
+
+def _off_by_default(declarations: tuple, guard: FlagGuard) -> Optional[Declared]:
     if "." not in guard.dotted:
         return None  # a plain local (often a parameter): its value comes from the caller
     receiver, key = guard.dotted.rsplit(".", 1)
-    flags, fields = _declarations(ctx)
+    flags, fields = declarations
     # Parsed flags live in a plain local (`args.seed`, `opt.seed`); `self.config.seed` is
     # usually a config file's value that a flag only overrides, so only declared fields count.
     found = (flags.get(key) if "." not in receiver else None) or fields.get(key)
     if not found or not all(_off(d.default, guard.form) for d in found):
         return None
     return found[0]
+
+
+def written_opt_in(facts: FileFacts, node: int) -> Optional[tuple]:
+    """(guard, declaration) when the fact at `node` runs only under a flag that this file declares off
+    by default (`if args.allow_tf32:` with `--allow_tf32` store_true): what a file writes there is
+    the user's opt-in, not what its default run does."""
+    guards = cached(facts, "flag-guards-by-node", _guards_by_node).get(node, ())
+    if not guards:
+        return None
+    declarations = cached(facts, "declarations", lambda f: _collect_files([f]))
+    for guard in guards:
+        default = _off_by_default(declarations, guard)
+        if default is not None:
+            return guard, default
+    return None
+
+
+def _guards_by_node(facts: FileFacts) -> dict:
+    return {fact.node: fact.flag_guards for group in (facts.calls, facts.assignments, facts.env_writes)
+            for fact in group if fact.flag_guards}
 
 
 def passed_by_launch(ctx: ProgramContext, guard: FlagGuard, default: Declared) -> bool:
@@ -82,10 +107,14 @@ def _declarations(ctx: ProgramContext) -> tuple:
 
 
 def _collect(ctx: ProgramContext) -> tuple:
+    return _collect_files(ctx.program.files)
+
+
+def _collect_files(files) -> tuple:
     flags: dict = {}
     fields: dict = {}
     overrides: dict = {}
-    for file in ctx.program.files:
+    for file in files:
         for call in file.calls:
             method = call.method
             if method == "add_argument":

@@ -12,6 +12,7 @@ from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
 from acclint.linter.frameworks import loads_transfer_to_npu
 from acclint.linter.rulebase import Example, Rule, RuleDoc
+from acclint.rules.base import report_written
 from acclint.rules.flow import calls_named, calls_with_method, mentions_any, receiver, value_of
 
 _NPU_PREFIXES = ("torch_npu", "torch.npu", "mindspeed")
@@ -590,7 +591,7 @@ class Tf32FlagOnNpu(Rule):
                 if entry["npu"] in npu_set or assignment.value.literal is entry["npu_default"] \
                         or not isinstance(assignment.value.literal, bool):
                     continue
-                ctx.report(self, assignment.node, f"`{name} = {assignment.value.literal}` has no effect on NPU, "
+                report_written(ctx, self, assignment.node, f"`{name} = {assignment.value.literal}` has no effect on NPU, "
                            f"where `{entry['npu']}` stays at its default {entry['npu_default']}: GPU and NPU "
                            "compute these ops at different precision.",
                            fix=f"{entry['npu']} = {assignment.value.literal}")
@@ -600,7 +601,7 @@ class Tf32FlagOnNpu(Rule):
         for call in calls_named(facts, frozenset({"torch.set_float32_matmul_precision"})):
             arg = call.arg("precision", 0)
             if arg is not None and arg.value.literal in ("high", "medium"):
-                ctx.report(self, call.node, f"set_float32_matmul_precision({arg.value.literal!r}) lets CUDA use "
+                report_written(ctx, self, call.node, f"set_float32_matmul_precision({arg.value.literal!r}) lets CUDA use "
                            "TF32 matmuls; on NPU it does nothing and torch.npu.matmul.allow_hf32 stays False.",
                            fix="torch.npu.matmul.allow_hf32 = True")
 

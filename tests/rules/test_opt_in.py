@@ -1,0 +1,46 @@
+"""Opt-in switches: what runs only behind a flag that defaults to off is the user's opt-in, not the
+default run. Explicit settings there are info; absent ones are reported as opt-in at their line."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from acclint.cli import main
+
+OPT_IN_SETTINGS = """\
+import argparse
+
+import torch
+import torch_npu
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--allow_tf32", action="store_true")
+parser.add_argument("--benchmark", action="store_true")
+parser.add_argument("--fast", default=True)
+args = parser.parse_args()
+if args.allow_tf32:
+    torch.backends.cuda.matmul.allow_tf32 = True
+if args.benchmark:
+    torch.backends.cudnn.benchmark = True
+if args.fast:
+    torch.backends.cudnn.benchmark = True
+"""
+
+
+def _findings(tmp_path, *args):
+    (tmp_path / "setup_backend.py").write_text(OPT_IN_SETTINGS)
+    result = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json", "--no-cache", "--preview", *args])
+    return {(f["rule"], f["line"]): f for f in json.loads(result.output)["findings"]}
+
+
+def test_settings_behind_a_flag_off_by_default_are_info_and_say_so(tmp_path):
+    found = _findings(tmp_path)
+    tf32, benchmark = found[("ACL605", 12)], found[("ACL202", 14)]
+    assert tf32["severity"] == benchmark["severity"] == "info"
+    assert "runs only when args.benchmark is true, and `--benchmark` defaults to False" in benchmark["message"]
+
+
+def test_a_flag_on_by_default_is_the_default_run(tmp_path):
+    assert _findings(tmp_path)[("ACL202", 16)]["severity"] == "warning"
