@@ -28,3 +28,19 @@ def test_readme_rule_table_is_current():
     readme = gen_docs.README.read_text("utf-8")
     assert gen_docs.readme_with_table(readme, render_rule_list(all_rules(), fmt="markdown")) == readme, (
         "README.md's rule table is stale; regenerate: PYTHONPATH=src python tools/gen_docs.py")
+
+
+def test_readme_example_output_is_what_the_bundled_examples_give(tmp_path):
+    """The README shows `acclint scan examples`; its summary line must be the real one."""
+    import re
+
+    from click.testing import CliRunner
+
+    from acclint.cli import main
+
+    root = DOCS.parents[1]
+    shown = re.search(r"\$ acclint scan examples\n.*?\n(Found [^\n]+)\n```", (root / "README.md").read_text("utf-8"),
+                      re.S)
+    assert shown is not None, "README.md lacks the `acclint scan examples` block"
+    result = CliRunner().invoke(main, ["scan", str(root / "examples"), "--no-cache", "--cache-dir", str(tmp_path)])
+    assert shown.group(1) == result.output.strip().splitlines()[-1]
