@@ -94,6 +94,7 @@ def test_nodes_cover_nested_functions_and_nothing_outside(tmp_path):
 
         class T(unittest.TestCase):
             def setUp(self):
+                files = sorted(["b", "a"])  # a plain local assignment and a listing inside test code
                 def inner():
                     torch.use_deterministic_algorithms(False)
                 inner()

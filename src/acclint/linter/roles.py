@@ -18,7 +18,7 @@ from acclint.linter.facts import MODULE_SCOPE, FileFacts
 from acclint.linter.project import _training_table, is_pytest_file
 
 # Fact lists whose entries carry `scope` and `node`.
-_SCOPED_FACTS = ("calls", "assignments", "name_assignments", "env_writes", "key_writes")
+_SCOPED_FACTS = ("calls", "assignments", "env_writes", "key_writes")
 
 
 def test_classes(facts: FileFacts) -> frozenset:
