@@ -30,6 +30,7 @@ import argparse
 import collections
 import csv
 import datetime
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +160,8 @@ def write_table(tally: Tally, repos: int):
                   f"debatable = {debatable}", ""]
     TABLE.write_text("\n".join(lines), encoding="utf-8")
     print(f"\nwrote {TABLE}")
+    # Maturity and precision show in the rule pages and the README's rule table: regenerate them too.
+    subprocess.run([sys.executable, str(HERE.parents[1] / "tools" / "gen_docs.py")], check=True)
 
 
 def main(argv=None) -> int:
