@@ -44,3 +44,36 @@ def test_settings_behind_a_flag_off_by_default_are_info_and_say_so(tmp_path):
 
 def test_a_flag_on_by_default_is_the_default_run(tmp_path):
     assert _findings(tmp_path)[("ACL202", 16)]["severity"] == "warning"
+
+
+CONFIG_FIELD_GUARD = """\
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+
+@dataclass
+class TrainerConfig:
+    mixed_precision: Optional[str] = None  # set by the run's YAML config, which this file does not show
+
+
+class Trainer:
+    def __init__(self, config: TrainerConfig, model, optimizer):
+        self.config, self.model, self.optimizer = config, model, optimizer
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def step(self, loss):
+        if self.config.mixed_precision:
+            self.scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+"""
+
+
+def test_a_config_field_guard_is_not_an_opt_in_its_value_comes_from_config_files(tmp_path):
+    (tmp_path / "trainer.py").write_text(CONFIG_FIELD_GUARD)
+    result = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json", "--no-cache", "--select", "ACL610"])
+    findings = json.loads(result.output)["findings"]
+    assert [(f["rule"], f["severity"]) for f in findings] == [("ACL610", "warning")]

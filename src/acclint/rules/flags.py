@@ -58,7 +58,9 @@ def written_opt_in(facts: FileFacts, node: int) -> Optional[tuple]:
     declarations = cached(facts, "declarations", lambda f: _collect_files([f]))
     for guard in guards:
         default = _off_by_default(declarations, guard)
-        if default is not None:
+        # Command-line flags only: a config field's value usually comes from a YAML or JSON file this
+        # file does not show (a trainer config switching mixed precision on), so its default says little.
+        if default is not None and default.is_flag:
             return guard, default
     return None
 
