@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from acclint.runtime_checks.fingerprint import (
+from acclint.runtime_checks.model.fingerprint import (
     Fingerprint,
     OptimizerGroup,
     OptimizerRecord,

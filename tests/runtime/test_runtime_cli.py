@@ -152,7 +152,7 @@ def test_malformed_nested_field_exits_2(files, tmp_path):
 
 
 def _with_output(fingerprint, norm):
-    from acclint.runtime_checks.fingerprint import ActivationRecord, ValueRecord
+    from acclint.runtime_checks.model.fingerprint import ActivationRecord, ValueRecord
 
     value = ValueRecord(path="", shape=[4, 2], dtype="float32", sha256=f"{norm}",
                         stats={"norm": norm, "mean": 0.1, "std": 0.5, "min": -1.0, "max": 1.0})

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from acclint.runtime_checks import contenthash
-from acclint.runtime_checks.contenthash import BLOCK_WORDS, digest
-from acclint.runtime_checks.records import summarize, summarize_many
-from acclint.runtime_checks.torch_summary import PIECE_WORDS, POOL_FROM_ELEMENTS
+from acclint.runtime_checks.model import contenthash
+from acclint.runtime_checks.model.contenthash import BLOCK_WORDS, digest
+from acclint.runtime_checks.adapters.records import summarize, summarize_many
+from acclint.runtime_checks.adapters.torch_summary import PIECE_WORDS, POOL_FROM_ELEMENTS
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -30,7 +30,7 @@ def test_digest_of_fixed_values_is_pinned():
 
 
 def test_same_digest_in_another_process():
-    script = "import numpy as np; from acclint.runtime_checks.contenthash import digest; " \
+    script = "import numpy as np; from acclint.runtime_checks.model.contenthash import digest; " \
              "print(digest(np.linspace(-3, 3, 300001, dtype=np.float32)))"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
                PYTHONHASHSEED="123")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from acclint.runtime import Fingerprint, FingerprintError, NonFiniteLossError, compare, load
-from acclint.runtime_checks.distributed import rank_path
-from acclint.runtime_checks.contenthash import LEGACY_ALGORITHM
-from acclint.runtime_checks.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
+from acclint.runtime_checks.distributed.distributed import rank_path
+from acclint.runtime_checks.model.contenthash import LEGACY_ALGORITHM
+from acclint.runtime_checks.model.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
 
 
 def test_round_trip(make_fingerprint, tmp_path):

@@ -51,7 +51,8 @@ PREFIX = "acclint.runtime_checks"
 
 
 def _module_name(path: Path) -> str:
-    return PREFIX if path.stem == "__init__" else f"{PREFIX}.{path.stem}"
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join((PREFIX, *(parts[:-1] if parts[-1] == "__init__" else parts)))
 
 
 def _imports(path: Path, known: set[str]) -> set[str]:
@@ -77,7 +78,7 @@ def _imports(path: Path, known: set[str]) -> set[str]:
 
 
 def _import_graph() -> dict[str, set[str]]:
-    paths = {_module_name(path): path for path in PACKAGE.glob("*.py")}
+    paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
     known = set(paths)
     return {name: _imports(path, known) - {name} for name, path in paths.items()}
 
@@ -108,29 +109,56 @@ def test_cycle_finder_sees_a_cycle():
 
 def test_no_import_cycles_among_runtime_modules():
     graph = _import_graph()
-    assert f"{PREFIX}.frameworks" in graph and len(graph) > 10  # the walk really saw the package
+    assert f"{PREFIX}.adapters.frameworks" in graph and len(graph) > 10  # the walk really saw the package
     assert _cycles(graph) == []
 
 
 def test_one_adapter_module_per_framework_on_one_base():
     graph = _import_graph()
-    from acclint.runtime_checks.frameworks import ADAPTERS
+    from acclint.runtime_checks.adapters.frameworks import ADAPTERS
 
     assert sorted(adapter.framework for adapter in ADAPTERS) == ["mindspore", "torch"]
     for adapter in ADAPTERS:
         module = adapter.__module__
-        assert graph[module] >= {f"{PREFIX}.adapter"}, module
+        assert graph[module] >= {f"{PREFIX}.adapters.adapter"}, module
         # An adapter knows the base only: never the registry, another adapter or the orchestration.
         assert not graph[module] & {f"{PREFIX}.{name}" for name in
-                                    ("frameworks", "capture", "probe", "compare", "torch_adapter", "mindspore_adapter")}
-    assert graph[f"{PREFIX}.adapter"] == set()
+                                    ("adapters.frameworks", "capture.capture", "capture.probe", "compare.compare",
+                                     "adapters.torch_adapter", "adapters.mindspore_adapter")}
+    assert graph[f"{PREFIX}.adapters.adapter"] == set()
+
+
+# The package's rooms, lowest first: a module may import its own room or a lower one, never a higher one.
+ROOMS = ("model", "adapters", "distributed", "capture", "compare", "capture_hooks")
+
+
+def _room(module: str) -> int:
+    """Position of `module`'s room in ROOMS; the package's own top level (API, CLI) sits above them all."""
+    parts = module.removeprefix(PREFIX).lstrip(".").split(".")
+    return ROOMS.index(parts[0]) if len(parts) > 1 and parts[0] in ROOMS else len(ROOMS)
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{source} -> {target}" for source, targets in graph.items() for target in targets
+                  if _room(target) > _room(source))
+
+
+def test_rooms_depend_one_way():
+    graph = _import_graph()
+    assert {module.split(".")[2] for module in graph if module.count(".") > 2} == set(ROOMS)
+    assert _upward(graph) == []
+
+
+def test_room_check_sees_an_upward_import():
+    fingerprint, compare, cli = (f"{PREFIX}.{name}" for name in ("model.fingerprint", "compare.compare", "cli"))
+    assert _upward({fingerprint: {compare}, compare: {fingerprint}, cli: {compare}}) == [f"{fingerprint} -> {compare}"]
 
 
 def test_importing_the_runtime_imports_no_framework_until_a_model_is_handed_over():
     # torch and MindSpore are installed here: they must still not be imported by acclint itself.
     script = (
         "import sys\n"
-        "import acclint.runtime, acclint.runtime_checks.frameworks, acclint.runtime_checks.cli\n"
+        "import acclint.runtime, acclint.runtime_checks.adapters.frameworks, acclint.runtime_checks.cli\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'mindspore'}))\n"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))

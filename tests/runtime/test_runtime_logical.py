@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from acclint.runtime import FingerprintError
-from acclint.runtime_checks.logical import Block, RankPart, assemble, plan
-from acclint.runtime_checks.sharding import Piece, TensorParallel, piece_of
+from acclint.runtime_checks.distributed.logical import Block, RankPart, assemble, plan
+from acclint.runtime_checks.model.sharding import Piece, TensorParallel, piece_of
 
 
 def block(name: str, global_shape: tuple, offset: tuple, shape: tuple, shared: bool = False) -> Block:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from acclint.runtime import capture, compare, transfer_weights
-from acclint.runtime_checks.module_settings import module_records
-from acclint.runtime_checks.stages import STAGES
+from acclint.runtime_checks.model.module_settings import module_records
+from acclint.runtime_checks.model.stages import STAGES
 
 
 def run(setup):
@@ -98,7 +98,7 @@ def test_norm_eps_embedding_and_attention_scale(torch, ms):
 
 
 def test_settings_follow_the_mapping_of_renamed_modules(make_fingerprint):
-    from acclint.runtime_checks.fingerprint import ModuleRecord
+    from acclint.runtime_checks.model.fingerprint import ModuleRecord
 
     left, right = make_fingerprint(), make_fingerprint()
     left.modules = [ModuleRecord(name="ln", module="LayerNorm", settings={"eps": 1e-5})]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from acclint.runtime import FingerprintError, load_mapping
-from acclint.runtime_checks.names import builtin_common_name
+from acclint.runtime_checks.model.names import builtin_common_name
 
 BATCHNORM_MRO = ["BatchNorm2d", "_BatchNorm", "Cell"]
 

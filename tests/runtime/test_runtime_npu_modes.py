@@ -9,7 +9,7 @@ import json
 import pytest
 
 from acclint.runtime import capture, compare, load
-from acclint.runtime_checks.environment import npu_fp32_matmul_16bit, soc_default_precision_mode
+from acclint.runtime_checks.adapters.environment import npu_fp32_matmul_16bit, soc_default_precision_mode
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from acclint.runtime import FingerprintError, Probe, capture
-from acclint.runtime_checks.frameworks import adapter_for
+from acclint.runtime_checks.adapters.frameworks import adapter_for
 
 
 def buffer_range(store):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from acclint.runtime import capture, compare, transfer_weights
-from acclint.runtime_checks.records import summarize
+from acclint.runtime_checks.adapters.records import summarize
 
 IN, OUT, ROWS = 64, 96, 128
 

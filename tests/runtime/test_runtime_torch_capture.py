@@ -234,7 +234,7 @@ def test_errors_inside_loss_fn_that_are_not_ours_propagate(make_torch):
 
 
 def test_effective_settings_follow_the_device_type(torch):
-    from acclint.runtime_checks.environment import torch_environment
+    from acclint.runtime_checks.adapters.environment import torch_environment
 
     cpu = torch_environment(torch, "cpu")["effective"]
     assert cpu["reduced-precision-matmul"] is None and cpu["reduced-precision-conv"] is None

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from acclint.runtime import FingerprintError, Probe, capture, compare, transfer_weights
-from acclint.runtime_checks.fingerprint import from_dict
+from acclint.runtime_checks.model.fingerprint import from_dict
 
 
 def run(setup):

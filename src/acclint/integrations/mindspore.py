@@ -48,7 +48,7 @@ class AcclintCallback(Callback):
 
 def capture_step(network: Any, optimizer: Any, loss_cell: Any, batch: tuple, outcome: Any) -> None:
     """capture() of the step about to run, handed to `outcome` (its failure too: training goes on)."""
-    from acclint.runtime_checks.capture import capture
+    from acclint.runtime_checks.capture.capture import capture
 
     try:
         fingerprint = capture(network, optimizer, _loss_of(loss_cell), batch)

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from acclint.runtime_checks.compare import ComparisonResult
-from acclint.runtime_checks.expect import ON_MISMATCH, expect_parity
+from acclint.runtime_checks.compare.compare import ComparisonResult
+from acclint.runtime_checks.compare.expect import ON_MISMATCH, expect_parity
 
 
 def check_on_mismatch(on_mismatch: str) -> str:

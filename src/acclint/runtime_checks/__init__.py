@@ -9,8 +9,8 @@
 Neither torch nor MindSpore is imported here: each is imported only when a model of it is handled.
 """
 
-from acclint.runtime_checks.capture import capture
-from acclint.runtime_checks.compare import (
+from acclint.runtime_checks.capture.capture import capture
+from acclint.runtime_checks.compare.compare import (
     DEFAULT_ACTIVATION_RTOL,
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -19,15 +19,15 @@ from acclint.runtime_checks.compare import (
     assert_parity,
     compare,
 )
-from acclint.runtime_checks.distributed import RankConsistency, check_rank_consistency
-from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.expect import ParityError, ParityWarning, expect_parity
-from acclint.runtime_checks.fingerprint import Fingerprint
-from acclint.runtime_checks.rank_files import load
-from acclint.runtime_checks.mismatch import KINDS, Mismatch
-from acclint.runtime_checks.names import NameMapping, load_mapping
-from acclint.runtime_checks.probe import Probe
-from acclint.runtime_checks.transfer import TransferReport, transfer_weights
+from acclint.runtime_checks.distributed.distributed import RankConsistency, check_rank_consistency
+from acclint.runtime_checks.model.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.compare.expect import ParityError, ParityWarning, expect_parity
+from acclint.runtime_checks.model.fingerprint import Fingerprint
+from acclint.runtime_checks.distributed.rank_files import load
+from acclint.runtime_checks.model.mismatch import KINDS, Mismatch
+from acclint.runtime_checks.model.names import NameMapping, load_mapping
+from acclint.runtime_checks.capture.probe import Probe
+from acclint.runtime_checks.adapters.transfer import TransferReport, transfer_weights
 
 __all__ = [
     "DEFAULT_ACTIVATION_RTOL",

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import click
 
-from acclint.runtime_checks.compare import (
+from acclint.runtime_checks.compare.compare import (
     DEFAULT_ACTIVATION_RTOL,
     DEFAULT_ATOL,
     DEFAULT_RTOL,
     DEFAULT_UPDATE_RTOL,
     compare,
 )
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.rank_files import load
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.distributed.rank_files import load
 
 EXIT_PARITY, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 

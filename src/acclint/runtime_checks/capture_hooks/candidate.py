@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from acclint.runtime_checks.forward import ForwardRecorder
-from acclint.runtime_checks.frameworks import adapter_for
-from acclint.runtime_checks.torch_adapter import unwrap
+from acclint.runtime_checks.capture.forward import ForwardRecorder
+from acclint.runtime_checks.adapters.frameworks import adapter_for
+from acclint.runtime_checks.adapters.torch_adapter import unwrap
 
 
 class Candidate:

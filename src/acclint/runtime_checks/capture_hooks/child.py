@@ -30,7 +30,7 @@ class Session:
 
     def finish(self, fingerprint: Any) -> None:
         from acclint.integrations.parity import expect
-        from acclint.runtime_checks.expect import ParityError
+        from acclint.runtime_checks.compare.expect import ParityError
 
         try:
             fingerprint.save(self.settings.output)
@@ -78,7 +78,7 @@ class Session:
 
 
 def _ours(error: BaseException) -> bool:
-    from acclint.runtime_checks.errors import FingerprintError
+    from acclint.runtime_checks.model.errors import FingerprintError
 
     return isinstance(error, FingerprintError)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acclint.runtime_checks.probe import Probe
+from acclint.runtime_checks.capture.probe import Probe
 
 
 class StepProbe(Probe):

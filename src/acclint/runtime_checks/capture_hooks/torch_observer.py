@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 from acclint.runtime_checks.capture_hooks.candidate import Candidate
 from acclint.runtime_checks.capture_hooks.step_probe import StepProbe
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.fingerprint import Fingerprint
-from acclint.runtime_checks.torch_adapter import unwrap
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.model.fingerprint import Fingerprint
+from acclint.runtime_checks.adapters.torch_adapter import unwrap
 
 
 class TorchStepObserver:

@@ -18,9 +18,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from acclint.runtime_checks.compare import ComparisonResult, compare
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.fingerprint import Fingerprint
+from acclint.runtime_checks.compare.compare import ComparisonResult, compare
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.model.fingerprint import Fingerprint
 
 ON_MISMATCH = ("raise", "exit", "warn")
 # As `acclint compare`: 1 for a mismatch, 2 when the fingerprints cannot be compared.

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.model.errors import FingerprintError
 
 OFFLOAD_CHOICES = ("host", "disk")
 # Every tensor starts at a multiple of this (any dtype can be viewed there; cache-line aligned).

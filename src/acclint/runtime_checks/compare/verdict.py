@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acclint.runtime_checks.forward_compare import stats_lines
-from acclint.runtime_checks.notes import first_cause_stage
-from acclint.runtime_checks.stages import KIND_STAGES, STAGES, TITLES
+from acclint.runtime_checks.compare.forward_compare import stats_lines
+from acclint.runtime_checks.compare.notes import first_cause_stage
+from acclint.runtime_checks.model.stages import KIND_STAGES, STAGES, TITLES
 
 if TYPE_CHECKING:
-    from acclint.runtime_checks.compare import ComparisonResult, StageOutcome
+    from acclint.runtime_checks.compare.compare import ComparisonResult, StageOutcome
 
 # First stage with a cause -> where to look.
 HINTS = {

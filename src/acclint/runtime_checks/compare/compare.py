@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord
-from acclint.runtime_checks.rank_files import load
-from acclint.runtime_checks.forward_compare import (
+from acclint.runtime_checks.model.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.model.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord
+from acclint.runtime_checks.distributed.rank_files import load
+from acclint.runtime_checks.compare.forward_compare import (
     DEFAULT_ACTIVATION_RTOL,
     ForwardComparison,
     COMPARABLE_ACROSS_FORMATS,
@@ -26,10 +26,10 @@ from acclint.runtime_checks.forward_compare import (
     index_modules,
     stats_close,
 )
-from acclint.runtime_checks.mismatch import Mismatch
-from acclint.runtime_checks.names import NameMapping, close_matches, load_mapping
-from acclint.runtime_checks.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
-from acclint.runtime_checks.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM
+from acclint.runtime_checks.model.mismatch import Mismatch
+from acclint.runtime_checks.model.names import NameMapping, close_matches, load_mapping
+from acclint.runtime_checks.model.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
+from acclint.runtime_checks.model.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM
 
 # Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
 DEFAULT_RTOL = 1e-5
@@ -126,14 +126,14 @@ class ComparisonResult:
         return {m.kind for m in self.mismatches}
 
     def to_dict(self) -> dict[str, Any]:
-        from acclint.runtime_checks.fingerprint import _encode_non_finite
+        from acclint.runtime_checks.model.fingerprint import _encode_non_finite
 
         return _encode_non_finite(
             {"version": REPORT_VERSION, "ok": self.ok, "mismatches": [m.to_dict() for m in self.mismatches]}
         )
 
     def verdict(self) -> str:
-        from acclint.runtime_checks.verdict import render_text
+        from acclint.runtime_checks.compare.verdict import render_text
 
         return render_text(self)
 
@@ -171,7 +171,7 @@ def compare(
     comparer = _Comparer(_Side(left, "left", rules), _Side(right, "right", rules), rtol, atol, update_rtol,
                          activation_rtol)
     result = ComparisonResult(left, right, comparer.run(), rtol, atol, update_rtol, activation_rtol)
-    from acclint.runtime_checks.notes import verdict_notes
+    from acclint.runtime_checks.compare.notes import verdict_notes
 
     result.notes = verdict_notes(result)
     return result

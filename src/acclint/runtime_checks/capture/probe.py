@@ -23,13 +23,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from acclint.runtime_checks.capture import batch_records, check_optimizer_holds_model, describe, record_clipping
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord
-from acclint.runtime_checks.frameworks import adapter_for
-from acclint.runtime_checks.offload import check_offload
-from acclint.runtime_checks.records import global_norm, loss_value, require_finite
-from acclint.runtime_checks.sharded_run import DEFAULT_TIMEOUT, ShardedRun
+from acclint.runtime_checks.capture.capture import batch_records, check_optimizer_holds_model, describe, record_clipping
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.model.fingerprint import Fingerprint, StepRecord
+from acclint.runtime_checks.adapters.frameworks import adapter_for
+from acclint.runtime_checks.adapters.offload import check_offload
+from acclint.runtime_checks.adapters.records import global_norm, loss_value, require_finite
+from acclint.runtime_checks.distributed.sharded_run import DEFAULT_TIMEOUT, ShardedRun
 
 
 class Probe:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
-from acclint.runtime_checks.fingerprint import OptimizerGroup, OptimizerRecord
+from acclint.runtime_checks.model.fingerprint import OptimizerGroup, OptimizerRecord
 
 # torch class name -> normalised type (torch_npu's fused optimizers compute the same updates).
 TORCH_OPTIMIZER_TYPES = {

@@ -11,15 +11,15 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
-from acclint.runtime_checks.ranks import rank_info
-from acclint.runtime_checks.errors import FingerprintError, NonFiniteLossError
-from acclint.runtime_checks.fingerprint import Fingerprint, StepRecord, ValueRecord
-from acclint.runtime_checks.forward import ForwardRecorder
-from acclint.runtime_checks.frameworks import adapter_for
-from acclint.runtime_checks.module_settings import module_records
-from acclint.runtime_checks.offload import check_offload
-from acclint.runtime_checks.sharded_run import DEFAULT_TIMEOUT, ShardedRun
-from acclint.runtime_checks.records import (
+from acclint.runtime_checks.model.ranks import rank_info
+from acclint.runtime_checks.model.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.model.fingerprint import Fingerprint, StepRecord, ValueRecord
+from acclint.runtime_checks.capture.forward import ForwardRecorder
+from acclint.runtime_checks.adapters.frameworks import adapter_for
+from acclint.runtime_checks.model.module_settings import module_records
+from acclint.runtime_checks.adapters.offload import check_offload
+from acclint.runtime_checks.distributed.sharded_run import DEFAULT_TIMEOUT, ShardedRun
+from acclint.runtime_checks.adapters.records import (
     NamedTensor,
     global_norm,
     named_tensors,

@@ -24,8 +24,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.fingerprint import (
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.model.fingerprint import (
     ActivationRecord,
     Fingerprint,
     OptimizerGroup,
@@ -33,7 +33,7 @@ from acclint.runtime_checks.fingerprint import (
     StepRecord,
     TensorRecord,
 )
-from acclint.runtime_checks.sharding import Piece
+from acclint.runtime_checks.model.sharding import Piece
 
 # Names listed in a message at most.
 SHOWN = 5

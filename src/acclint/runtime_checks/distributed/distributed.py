@@ -11,11 +11,11 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.frameworks import adapter_for
-from acclint.runtime_checks.mismatch import Mismatch
-from acclint.runtime_checks.ranks import rank_path, torch_distributed
-from acclint.runtime_checks.records import summarize
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.adapters.frameworks import adapter_for
+from acclint.runtime_checks.model.mismatch import Mismatch
+from acclint.runtime_checks.model.ranks import rank_path, torch_distributed
+from acclint.runtime_checks.adapters.records import summarize
 
 __all__ = ["RankConsistency", "check_rank_consistency", "rank_path"]
 

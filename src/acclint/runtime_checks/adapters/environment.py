@@ -13,7 +13,7 @@ import sys
 from typing import Any, Callable, Mapping
 
 from acclint.knowledge import table
-from acclint.runtime_checks.optimizers import plain_value
+from acclint.runtime_checks.model.optimizers import plain_value
 
 # Environment variables that change numerics or determinism (with the Ascend overflow-mode and
 # collective variables of knowledge/npu_modes.toml).

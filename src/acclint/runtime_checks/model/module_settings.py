@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Union
 
-from acclint.runtime_checks.fingerprint import ModuleRecord
-from acclint.runtime_checks.optimizers import plain_value
+from acclint.runtime_checks.model.fingerprint import ModuleRecord
+from acclint.runtime_checks.model.optimizers import plain_value
 
 Reader = Union[str, Callable[[Any], Any]]
 

@@ -26,12 +26,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.fingerprint import Fingerprint, TensorRecord
-from acclint.runtime_checks.logical import Block, Logical, RankPart, assemble, merge, plan
-from acclint.runtime_checks.ranks import torch_distributed
-from acclint.runtime_checks.records import NamedTensor, named_tensors, tensor_records, value_record
-from acclint.runtime_checks.sharding import local_tensor, piece_of, shared_across_stages, tensor_parallel_of
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.model.fingerprint import Fingerprint, TensorRecord
+from acclint.runtime_checks.distributed.logical import Block, Logical, RankPart, assemble, merge, plan
+from acclint.runtime_checks.model.ranks import torch_distributed
+from acclint.runtime_checks.adapters.records import NamedTensor, named_tensors, tensor_records, value_record
+from acclint.runtime_checks.model.sharding import local_tensor, piece_of, shared_across_stages, tensor_parallel_of
 
 # Seconds a rank waits for the others at acclint's own exchanges.
 DEFAULT_TIMEOUT = 300.0

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from acclint.runtime_checks.adapter import Adapter
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.mindspore_adapter import MindSporeAdapter
-from acclint.runtime_checks.torch_adapter import TorchAdapter
+from acclint.runtime_checks.adapters.adapter import Adapter
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.adapters.mindspore_adapter import MindSporeAdapter
+from acclint.runtime_checks.adapters.torch_adapter import TorchAdapter
 
 # Tried in order; each checks only frameworks the user has already imported.
 ADAPTERS: tuple[type[Adapter], ...] = (TorchAdapter, MindSporeAdapter)

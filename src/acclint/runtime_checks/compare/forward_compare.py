@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from acclint.runtime_checks.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
-from acclint.runtime_checks.mismatch import Mismatch
-from acclint.runtime_checks.module_settings import MINDSPORE_NOTES
-from acclint.runtime_checks.names import NameMapping
-from acclint.runtime_checks.optimizers import values_equal
+from acclint.runtime_checks.model.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
+from acclint.runtime_checks.model.mismatch import Mismatch
+from acclint.runtime_checks.model.module_settings import MINDSPORE_NOTES
+from acclint.runtime_checks.model.names import NameMapping
+from acclint.runtime_checks.model.optimizers import values_equal
 
 # Float32 noise between two correct ports stays far below this (1e-6 relative on the tests' networks);
 # a GELU approximation, a LeakyReLU for a ReLU or a missing attention scale are far above.

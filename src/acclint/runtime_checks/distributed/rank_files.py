@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.fingerprint import Fingerprint, TensorRecord
-from acclint.runtime_checks.fingerprint import load as load_file
-from acclint.runtime_checks.logical import Block, Logical, RankPart, merge, plan
-from acclint.runtime_checks.ranks import rank_path
-from acclint.runtime_checks.sharding import Piece
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.model.fingerprint import Fingerprint, TensorRecord
+from acclint.runtime_checks.model.fingerprint import load as load_file
+from acclint.runtime_checks.distributed.logical import Block, Logical, RankPart, merge, plan
+from acclint.runtime_checks.model.ranks import rank_path
+from acclint.runtime_checks.model.sharding import Piece
 
 
 def load(path: str | Path) -> Fingerprint:

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acclint.runtime_checks import contenthash
-from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.model import contenthash
+from acclint.runtime_checks.model.errors import FingerprintError
 
 FORMAT = "acclint-fingerprint"
 # 2 added the batch, the module settings and the forward activations; version 1 files still load
@@ -166,7 +166,7 @@ class Fingerprint:
         placeholder in `path` is filled in, otherwise ".rank<N>" is inserted before the suffix.
         Returns the path (written, or on ranks other than 0 the one rank 0 writes).
         """
-        from acclint.runtime_checks.ranks import rank_path
+        from acclint.runtime_checks.model.ranks import rank_path
 
         if self.logical:
             target = Path(path)

@@ -16,10 +16,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from acclint.runtime_checks import contenthash
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.moments import EMPTY_STATS, moment_stats, shift_of
-from acclint.runtime_checks.fingerprint import TensorRecord, ValueRecord
+from acclint.runtime_checks.model import contenthash
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.adapters.moments import EMPTY_STATS, moment_stats, shift_of
+from acclint.runtime_checks.model.fingerprint import TensorRecord, ValueRecord
 
 # Elements per chunk when accumulating in float64: bounds the temporary copy for large tensors.
 _CHUNK = 1 << 22
@@ -151,7 +151,7 @@ def loss_value(loss: Any, where: str = "loss_fn") -> float:
 
 def require_finite(value: float | None, what: str, hint: str = "", fingerprint: Any = None) -> None:
     """Raise NonFiniteLossError for NaN/inf; `what` names the loss (e.g. 'step-0 loss')."""
-    from acclint.runtime_checks.errors import NonFiniteLossError
+    from acclint.runtime_checks.model.errors import NonFiniteLossError
 
     if value is not None and not math.isfinite(value):
         kind = "NaN" if math.isnan(value) else "infinite"
@@ -185,7 +185,7 @@ def value_record(path: str, array: Any, dtype: str, per_sample: bool = False, sp
 def summarize_many(arrays: list[Any]) -> list[tuple[dict[str, float], str]]:
     """`summarize` of each; torch tensors with one device-to-host transfer for all of them."""
     if arrays and all(_is_torch(a) and not a.is_complex() for a in arrays):
-        from acclint.runtime_checks.torch_summary import summaries
+        from acclint.runtime_checks.adapters.torch_summary import summaries
 
         import torch
 

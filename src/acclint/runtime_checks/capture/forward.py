@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from acclint.runtime_checks.fingerprint import ActivationRecord, ValueRecord
-from acclint.runtime_checks.records import named_tensors, value_record
+from acclint.runtime_checks.model.fingerprint import ActivationRecord, ValueRecord
+from acclint.runtime_checks.adapters.records import named_tensors, value_record
 
 # Tensors recorded per module call at most (a module returning a long list of tensors).
 MAX_VALUES_PER_CALL = 16

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.model.errors import FingerprintError
 
 # Megatron's module with the tensor-parallel group (MindSpeed patches the same module).
 MEGATRON_PARALLEL_STATE = "megatron.core.parallel_state"

@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from acclint.runtime_checks.contenthash import BLOCK_WORDS, K, M1, M2, finish, position_table, to_signed
-from acclint.runtime_checks.moments import EMPTY_STATS, moment_stats
+from acclint.runtime_checks.model.contenthash import BLOCK_WORDS, K, M1, M2, finish, position_table, to_signed
+from acclint.runtime_checks.adapters.moments import EMPTY_STATS, moment_stats
 
 # Words per piece: 8 blocks (4 MiB of int64 per temporary, cache-sized).
 PIECE_WORDS = 8 * BLOCK_WORDS

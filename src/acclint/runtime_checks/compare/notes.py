@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acclint.runtime_checks.fingerprint import Fingerprint
-from acclint.runtime_checks.stages import TITLES, UPSTREAM
+from acclint.runtime_checks.model.fingerprint import Fingerprint
+from acclint.runtime_checks.model.stages import TITLES, UPSTREAM
 
 if TYPE_CHECKING:
-    from acclint.runtime_checks.compare import ComparisonResult, StageOutcome
+    from acclint.runtime_checks.compare.compare import ComparisonResult, StageOutcome
 
 # Stages whose differences dropout masks explain.
 AFTER_DROPOUT = ("forward", "loss", "grads", "update")

@@ -11,14 +11,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from acclint.runtime_checks.environment import mindspore_environment
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.adapter import Adapter
-from acclint.runtime_checks.fingerprint import OptimizerRecord
-from acclint.runtime_checks.mindspore_parallel import data_parallel_reducer
-from acclint.runtime_checks.offload import HostStore, aligned
-from acclint.runtime_checks.names import STATE_LEAVES, builtin_common_name, leaf
-from acclint.runtime_checks.optimizers import (
+from acclint.runtime_checks.adapters.environment import mindspore_environment
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.adapters.adapter import Adapter
+from acclint.runtime_checks.model.fingerprint import OptimizerRecord
+from acclint.runtime_checks.adapters.mindspore_parallel import data_parallel_reducer
+from acclint.runtime_checks.adapters.offload import HostStore, aligned
+from acclint.runtime_checks.model.names import STATE_LEAVES, builtin_common_name, leaf
+from acclint.runtime_checks.model.optimizers import (
     MINDSPORE_ATTRIBUTE_NAMES,
     MINDSPORE_EXPERIMENTAL_TYPES,
     MINDSPORE_OPTIMIZER_TYPES,
@@ -27,7 +27,7 @@ from acclint.runtime_checks.optimizers import (
     plain_value,
     torch_style_record,
 )
-from acclint.runtime_checks.records import NamedTensor, l2_norm, loss_value
+from acclint.runtime_checks.adapters.records import NamedTensor, l2_norm, loss_value
 
 # Host-side dtypes numpy cannot hold; they are widened to float32 (exactly) before hashing.
 NARROW_FLOAT_DTYPES = frozenset({"bfloat16"})

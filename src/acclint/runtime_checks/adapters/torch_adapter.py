@@ -13,16 +13,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from acclint.runtime_checks.environment import torch_environment
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.adapter import Adapter
-from acclint.runtime_checks.fingerprint import OptimizerRecord
-from acclint.runtime_checks.names import IGNORED_LEAVES, builtin_common_name, leaf
-from acclint.runtime_checks.offload import HostStore, aligned
-from acclint.runtime_checks.optimizers import TORCH_OPTIMIZER_TYPES, torch_style_record
-from acclint.runtime_checks.records import NamedTensor, loss_value, summarize_many, walk_tensors
-from acclint.runtime_checks.sharding import local_tensor
-from acclint.runtime_checks.torch_summary import PIECE_WORDS, run_pieces, summaries
+from acclint.runtime_checks.adapters.environment import torch_environment
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.adapters.adapter import Adapter
+from acclint.runtime_checks.model.fingerprint import OptimizerRecord
+from acclint.runtime_checks.model.names import IGNORED_LEAVES, builtin_common_name, leaf
+from acclint.runtime_checks.adapters.offload import HostStore, aligned
+from acclint.runtime_checks.model.optimizers import TORCH_OPTIMIZER_TYPES, torch_style_record
+from acclint.runtime_checks.adapters.records import NamedTensor, loss_value, summarize_many, walk_tensors
+from acclint.runtime_checks.model.sharding import local_tensor
+from acclint.runtime_checks.adapters.torch_summary import PIECE_WORDS, run_pieces, summaries
 
 # Wrapper class name -> attribute holding the user's module (names are taken from the inner one).
 # Megatron-LM / MindSpeed wrap their models in their own DistributedDataParallel and in Float16Module.

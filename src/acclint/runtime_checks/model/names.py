@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from acclint.runtime_checks.errors import FingerprintError
+from acclint.runtime_checks.model.errors import FingerprintError
 
 # MindSpore owning cell class (or any base class of it) -> {MindSpore leaf: torch leaf}.
 MINDSPORE_LEAF_RENAMES: dict[str, dict[str, str]] = {

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from acclint.runtime_checks.errors import FingerprintError
-from acclint.runtime_checks.frameworks import adapter_for
-from acclint.runtime_checks.names import NameMapping, close_matches, load_mapping
-from acclint.runtime_checks.records import NamedTensor
+from acclint.runtime_checks.model.errors import FingerprintError
+from acclint.runtime_checks.adapters.frameworks import adapter_for
+from acclint.runtime_checks.model.names import NameMapping, close_matches, load_mapping
+from acclint.runtime_checks.adapters.records import NamedTensor
 
 _LISTED = 10  # names shown per problem in an error message
 
@@ -28,7 +28,7 @@ def transfer_weights(
     """Copy every parameter and running statistic of `src` into `dst`.
 
     Names are matched through the built-in cross-framework table and the optional user mapping
-    (file path or dict, see acclint.runtime_checks.names). Nothing is copied unless every tensor
+    (file path or dict, see acclint.runtime_checks.model.names). Nothing is copied unless every tensor
     has a partner of the same shape; otherwise FingerprintError lists what does not match.
     Values are cast to the destination's dtype and device; trainable flags are not touched.
     """
