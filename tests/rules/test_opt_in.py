@@ -77,3 +77,36 @@ def test_a_config_field_guard_is_not_an_opt_in_its_value_comes_from_config_files
     result = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json", "--no-cache", "--select", "ACL610"])
     findings = json.loads(result.output)["findings"]
     assert [(f["rule"], f["severity"]) for f in findings] == [("ACL610", "warning")]
+
+
+SEED_BEHIND_FLAG = """\
+import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=None)
+
+
+if __name__ == "__main__":
+    args = parser.parse_args()
+    if args.seed is not None:
+        torch.manual_seed(args.seed)
+    torch.nn.Linear(4, 2)(torch.ones(4)).sum().backward()
+"""
+
+
+def _acl109(tmp_path):
+    result = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json", "--no-cache", "--select", "ACL109"])
+    return [f["severity"] for f in json.loads(result.output)["findings"] if f["rule"] == "ACL109"]
+
+
+def test_a_seed_behind_a_flag_is_info_when_no_launch_script_shows_how_the_run_starts(tmp_path):
+    (tmp_path / "train.py").write_text(SEED_BEHIND_FLAG)
+    assert _acl109(tmp_path) == ["info"]
+
+
+def test_a_seed_behind_a_flag_is_a_warning_when_the_launch_script_does_not_pass_it(tmp_path):
+    (tmp_path / "train.py").write_text(SEED_BEHIND_FLAG)
+    (tmp_path / "run.sh").write_text("#!/bin/bash\npython train.py --epochs 1\n")
+    assert _acl109(tmp_path) == ["warning"]

@@ -291,6 +291,10 @@ class Project:
             owner = self._owner_class(file, scope)
             if owner:
                 return self._method(file, owner, rest)
+        if head == "super()" and rest and "." not in rest:
+            owner = self._owner_class(file, scope)
+            if owner:
+                return self._base_method(file, owner, rest)
         if head in types and rest and "." not in rest:
             cls_file, cls = types[head]
             return self._method(cls_file, cls.qualname, rest)
@@ -300,15 +304,19 @@ class Project:
         function = file.functions.get(scope)
         return function.owner if function else None
 
-    def _method(self, file: FileFacts, cls: str, name: str):
-        found = file.functions.get(f"{cls}.{name}")
-        if found is not None:
-            return file, found
+    def _base_method(self, file: FileFacts, cls: str, name: str):
+        """`super().name` inside `cls`: the first local base that defines it."""
         for base_file, base in self.local_bases(file, file.classes.get(cls)):
             found = base_file.functions.get(f"{base.qualname}.{name}")
             if found is not None:
                 return base_file, found
         return None
+
+    def _method(self, file: FileFacts, cls: str, name: str):
+        found = file.functions.get(f"{cls}.{name}")
+        if found is not None:
+            return file, found
+        return self._base_method(file, cls, name)
 
     def _imported(self, file: FileFacts, head: str, rest: str, hops: int = 0):
         """Follow `head.rest` through the file's imports into a scanned module."""

@@ -61,11 +61,14 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
 
 
 def callee_text(node: cst.CSTNode) -> str:
-    """Dotted text of a call's target; a method on an expression is `?.method`."""
+    """Dotted text of a call's target; a method on an expression is `?.method`, on `super()` `super().method`."""
     dotted = dotted_name(node)
     if dotted is not None:
         return dotted
     if isinstance(node, cst.Attribute):
+        inner = node.value
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "super":
+            return "super()." + node.attr.value  # the base class's method: the project model follows it
         return "?." + node.attr.value
     return "?"
 
