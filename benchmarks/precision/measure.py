@@ -44,7 +44,6 @@ HERE = Path(__file__).resolve().parent
 TABLE = HERE.parents[1] / "src" / "acclint" / "knowledge" / "rule_precision.toml"
 COLUMNS = ("repo", "commit", "path", "line", "rule", "verdict", "reason")
 VERDICTS = ("right", "wrong", "debatable")
-JUDGED_SEVERITIES = ("error", "warning")
 
 
 @dataclass(frozen=True)
@@ -78,6 +77,7 @@ def load_verdicts(repo: Repo) -> dict[tuple[str, int, str], dict]:
 def scan_repo(tree: Path, jobs) -> list:
     from acclint.config import Config
     from acclint.linter.engine import scan
+    from acclint.linter.maturity import JUDGED_SEVERITIES  # the severities maturity is measured on
     from acclint.rules import all_rules
 
     # Every rule runs, preview ones included: measuring them is how they earn stable.

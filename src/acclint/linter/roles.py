@@ -14,8 +14,13 @@ import fnmatch
 from pathlib import PurePosixPath
 from typing import Optional
 
+from acclint.knowledge import table
 from acclint.linter.facts import MODULE_SCOPE, FileFacts
-from acclint.linter.project import _training_table, is_pytest_file
+from acclint.linter.project import is_pytest_file
+
+def _training() -> dict:
+    return table("training")
+
 
 # Fact lists whose entries carry `scope` and `node`.
 _SCOPED_FACTS = ("calls", "assignments", "env_writes", "key_writes")
@@ -23,7 +28,7 @@ _SCOPED_FACTS = ("calls", "assignments", "env_writes", "key_writes")
 
 def test_classes(facts: FileFacts) -> frozenset:
     """Classes of this file that a test runner instantiates, following bases within the file."""
-    table = _training_table()["unittest"]
+    table = _training()["unittest"]
     bases, suffixes = set(table["bases"]), tuple(table["base_suffixes"])
     found: set = set()
     changed = True
@@ -44,22 +49,14 @@ def test_classes(facts: FileFacts) -> frozenset:
 def test_scopes(facts: FileFacts) -> frozenset:
     """Top-level scopes (a class, or a module-level function) that are test code."""
     scopes = set(test_classes(facts))
-    fixtures = set(_training_table()["unittest"]["fixture_decorators"])
-    pytest_conventions = _training_table()["pytest"]
-    pytest_file = None
-    for function in facts.functions.values():
-        if "." in function.qualname:
-            continue  # methods and nested functions follow their top-level scope
-        if any(set(d.names) & fixtures for d in function.decorators):
-            scopes.add(function.qualname)
-        elif function.qualname.startswith(pytest_conventions["function_prefix"]):
-            if pytest_file is None:
-                pytest_file = is_pytest_file(facts)
-            if pytest_file:
-                scopes.add(function.qualname)
-    if is_pytest_file(facts) if pytest_file is None else pytest_file:
+    fixtures = frozenset(_training()["unittest"]["fixture_decorators"])
+    top = [function for function in facts.functions.values() if "." not in function.qualname]
+    scopes.update(function.qualname for function in top if any(d.names & fixtures for d in function.decorators))
+    if is_pytest_file(facts):  # pytest collects `test*` functions and `Test*` classes from its files only
+        conventions = _training()["pytest"]
+        scopes.update(f.qualname for f in top if f.qualname.startswith(conventions["function_prefix"]))
         scopes.update(name for name in facts.classes
-                      if "." not in name and name.startswith(pytest_conventions["class_prefix"]))
+                      if "." not in name and name.startswith(conventions["class_prefix"]))
     return frozenset(scopes)
 
 
@@ -82,9 +79,9 @@ def path_role(path: str) -> Optional[str]:
     """"test" for a file (Python or shell) under a test folder of the scanned tree, or named as pytest
     names test files (`test_*.py`, `conftest.py`), else None."""
     parts = PurePosixPath(path.replace("\\", "/")).parts
-    if set(parts[:-1]) & set(_training_table()["roles"]["test_folders"]):
+    if set(parts[:-1]) & set(_training()["roles"]["test_folders"]):
         return "test"
-    if parts and any(fnmatch.fnmatch(parts[-1], pattern) for pattern in _training_table()["pytest"]["files"]):
+    if parts and any(fnmatch.fnmatch(parts[-1], pattern) for pattern in _training()["pytest"]["files"]):
         return "test"
     return None
 
@@ -94,7 +91,7 @@ def file_role(facts: FileFacts) -> Optional[str]:
     role = path_role(facts.path)
     if role:
         return role
-    packaging = frozenset(_training_table()["roles"]["packaging_calls"])
+    packaging = frozenset(_training()["roles"]["packaging_calls"])
     if any(call.scope == MODULE_SCOPE and call.names & packaging for call in facts.calls):
         return "packaging"
     return None

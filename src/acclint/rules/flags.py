@@ -56,11 +56,16 @@ def written_opt_in(facts: FileFacts, node: int) -> Optional[tuple]:
     if not guards:
         return None
     declarations = cached(facts, "declarations", lambda f: _collect_files([f]))
+    # Command-line flags only: a config field's value usually comes from a YAML or JSON file this
+    # file does not show (a trainer config switching mixed precision on), so its default says little.
+    return _first_off(declarations, guards, flags_only=True)
+
+
+def _first_off(declarations: tuple, guards: tuple, flags_only: bool = False) -> Optional[tuple]:
+    """(guard, declaration) of the first of `guards` that `declarations` make off by default."""
     for guard in guards:
         default = _off_by_default(declarations, guard)
-        # Command-line flags only: a config field's value usually comes from a YAML or JSON file this
-        # file does not show (a trainer config switching mixed precision on), so its default says little.
-        if default is not None and default.is_flag:
+        if default is not None and (default.is_flag or not flags_only):
             return guard, default
     return None
 
@@ -82,11 +87,7 @@ def passed_by_launch(ctx: ProgramContext, guard: FlagGuard, default: Declared) -
 def opt_in_guard(ctx: ProgramContext, guards: tuple) -> Optional[tuple]:
     """(guard, declaration) of the first guard off by default: code under it does not run in a launch
     that does not pass the flag (whether a launch passes it is asked per run: `passed_by_launch`)."""
-    for guard in guards:
-        default = off_by_default(ctx, guard)
-        if default is not None:
-            return guard, default
-    return None
+    return _first_off(_declarations(ctx), guards)
 
 
 def runs_only_when(what: str, guard: FlagGuard, default: Declared) -> str:

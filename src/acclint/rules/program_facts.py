@@ -13,7 +13,7 @@ from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWr
 from acclint.linter.models import builds_weights
 from acclint.linter.frameworks import file_frameworks
 from acclint.linter.project import Program, Step, is_training_marker
-from acclint.rules.flags import OffByDefault, off_by_default, opt_in_guard, passed_by_launch
+from acclint.rules.flags import OffByDefault, opt_in_guard, passed_by_launch
 from acclint.rules.memo import per_flow, per_program
 
 
@@ -118,7 +118,7 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
         opt_in = opt_in_guard(ctx, guards) if guards else None
         if isinstance(fact, Call):
             caller_guards[step.depth] = guards
-            _seeding_call(ctx, step, fact, guards, opt_in, out)
+            _seeding_call(ctx, step, fact, opt_in, out)
             _record_setting(step, opt_in, out)
             _usage(step, fact, out)
             models.see(step, fact)
@@ -144,14 +144,13 @@ def _training_frameworks(program: Program) -> frozenset:
 # -- seeding ---------------------------------------------------------------------------------
 
 
-def _seeding_call(ctx: ProgramContext, step: Step, call: Call, guards: tuple, opt_in: Optional[tuple],
-                  out: ProgramFacts) -> None:
+def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
     seeders = table("seeding")["seeders"]
     for name in call.names:
         entry = seeders.get(name)
         if entry is not None:
             source = Source(step=step, what=name)
-            _record_seeding(ctx, step, guards, frozenset(entry.get("covers", ())), source, out)
+            _record_seeding(frozenset(entry.get("covers", ())), source, opt_in, out)
             for effect in entry.get("effects", []):
                 _set(out, effect, True, source, opt_in)
             conditional = entry.get("when_true")
@@ -165,19 +164,16 @@ def _seeding_call(ctx: ProgramContext, step: Step, call: Call, guards: tuple, op
     if unseen is not None:
         covers = frozenset(table("seeding")["unseen_helpers"]["covers"])
         what = f"{unseen} (assumed to seed every generator: acclint cannot read it)"
-        _record_seeding(ctx, step, guards, covers, Source(step=step, what=what), out)
+        _record_seeding(covers, Source(step=step, what=what), opt_in, out)
 
 
-def _record_seeding(ctx: ProgramContext, step: Step, guards: tuple, covers: frozenset, source: Source,
-                    out: ProgramFacts) -> None:
+def _record_seeding(covers: frozenset, source: Source, opt_in: Optional[tuple], out: ProgramFacts) -> None:
     for generator in covers:
         out.seeded.setdefault(generator, source)
-    for guard in guards:
-        default = off_by_default(ctx, guard)
-        if default is not None:
-            out.optional_seeds.append(OptionalSeed(source, covers, guard, default))
-            return
-    out.always_seeded |= covers
+    if opt_in is not None:  # seeds only when a flag off by default is given
+        out.optional_seeds.append(OptionalSeed(source, covers, *opt_in))
+    else:
+        out.always_seeded |= covers
 
 
 @lru_cache(maxsize=1)
