@@ -29,13 +29,9 @@ class Declared:
 OffByDefault = Declared  # a declaration whose default makes the guarded code skip
 
 
-def off_by_default(ctx: ProgramContext, guard: FlagGuard) -> Optional[Declared]:
-    """The declaration that makes `guard` false in a run given no flags, if every declaration
-    of that name does (in the program's files); None when it is on by default or its default cannot be seen."""
-    return _off_by_default(_declarations(ctx), guard)
-
-
 def _off_by_default(declarations: tuple, guard: FlagGuard) -> Optional[Declared]:
+    """The declaration that makes `guard` false in a run given no flags, if every declaration of that
+    name does; None when it is on by default or its default cannot be seen."""
     if "." not in guard.dotted:
         return None  # a plain local (often a parameter): its value comes from the caller
     receiver, key = guard.dotted.rsplit(".", 1)
