@@ -14,6 +14,11 @@ CATEGORIES = (
     "mixed-precision",
     "framework-default",
     "debug-tooling",
+    # Results that depend on the number of cards or the parallel layout (ACL9xx).
+    "parallel",
+    # Values lost between a model config and the layer built from it (ACL3xx; `hyperparameter`
+    # has no scan rule, its differences show only in `acclint diff`).
+    "model-config",
 )
 
 SEVERITIES = ("error", "warning", "info")
