@@ -130,7 +130,18 @@ def _is_test_file(facts: FileFacts) -> bool:
 
 
 def _calls_backward(facts: FileFacts) -> bool:
-    return bool(calls_with_method(facts, ("backward",)))
+    """Autograd's own backward: `loss.backward()` or `torch.autograd.backward(...)`.
+
+    `optimizer.backward(loss)`, `accelerator.backward(loss)`, `engine.backward(loss)` hand the loss
+    to an object whose class owns the scaling (fairseq's AMPOptimizer, accelerate, DeepSpeed), often
+    defined in another module; this file does not decide whether the loss is scaled.
+    """
+    return any(call.callee == "torch.autograd.backward" or not _passes_loss(call)
+               for call in calls_with_method(facts, ("backward",)))
+
+
+def _passes_loss(call: Call) -> bool:
+    return call.arg("", 0) is not None
 
 
 class Fp16WithoutLossScaling(Rule):
@@ -140,7 +151,8 @@ class Fp16WithoutLossScaling(Rule):
     severity = "warning"
     summary = "fp16 training (autocast float16, `.half()`, apex O3 / loss_scale=1) with backward() and no loss scaler"
     doc = RuleDoc(
-        what="Reports fp16 mixed precision in a file that calls `backward()` and never scales the loss: "
+        what="Reports fp16 mixed precision in a file that calls autograd's `loss.backward()` and never scales the loss "
+        "(a loss handed to an object, `optimizer.backward(loss)`, is that object's to scale): "
         "`torch.autocast(..., dtype=torch.float16)` (or a cuda/npu autocast, whose default dtype is float16), "
         "`model.half()`, apex `amp.initialize` with `opt_level='O3'` or `loss_scale=1`, when no `GradScaler` "
         "(torch.amp / torch.cuda.amp / torch.npu.amp), apex `amp.scale_loss` or other scaler appears.",
@@ -225,6 +237,16 @@ class Fp16WithoutLossScaling(Rule):
                 model.half().eval()
                 return model
         """, "fp16 without training"),
+        Example.script("""
+            import torch
+
+
+            def train_step(model, optimizer, batch):
+                with torch.autocast(device_type="cuda", dtype=torch.float16):
+                    loss = model(batch).mean()
+                optimizer.backward(loss)  # the wrapper's class scales the loss, in another module
+                optimizer.step()
+        """, "the loss handed to an object's backward(loss), which owns the scaling"),
     )
 
     def check_file(self, ctx: FileContext) -> None:
