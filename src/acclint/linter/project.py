@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from acclint.knowledge import table
-from acclint.linter.facts import MODULE_SCOPE, Call, ClassDef, FileFacts, FunctionDef
+from acclint.linter.facts import MODULE_SCOPE, Call, ClassDef, FileFacts, FunctionDef, Reference
 from acclint.linter.models import builds_weights
 
 # Bound on inlining depth: deeper chains add nothing a rule needs and cost time.
@@ -548,6 +548,10 @@ class _FlowBuilder:
         for fact in _scope_facts(file, scope):
             if imported and fact.in_main:
                 continue  # an imported module's `if __name__ == "__main__":` block does not run
+            if type(fact) is Reference:
+                if depth < _MAX_DEPTH:
+                    self._follow_reference(file, fact, scope, types, depth)
+                continue
             self.flow.append(Step(file, fact, depth, len(self.flow), self._importing > 0))
             if not isinstance(fact, Call) or depth >= _MAX_DEPTH:
                 continue
@@ -563,6 +567,21 @@ class _FlowBuilder:
                     self._enter(init[0], init[1], depth + 1)
             else:
                 self._enter(target_file, definition, depth + 1)
+
+    def _follow_reference(self, file: FileFacts, reference: Reference, scope: str, types: dict, depth: int) -> None:
+        """A function or class handed over as a value (a dispatch dict, `mp.spawn(main_worker)`,
+        `partial(f)`, a class passed to a trainer) is taken as called where it is handed over: whoever
+        receives it is there to call it. Over-approximating keeps "never calls" claims honest."""
+        target = self.project.local_target(file, reference.name, scope, types)
+        if target is None:
+            return
+        target_file, definition = target
+        if isinstance(definition, ClassDef):
+            target = self.project._method(target_file, definition.qualname, "__init__")
+            if target is None:
+                return
+            target_file, definition = target
+        self._enter(target_file, definition, depth + 1)
 
     def _enter(self, file: FileFacts, function: FunctionDef, depth: int) -> None:
         key = (file.abspath, function.qualname)
@@ -587,7 +606,7 @@ def _scope_facts(file: FileFacts, scope: str) -> list:
     index = getattr(file, "_by_scope", None)
     if index is None:
         index = {}
-        for group in (file.calls, file.assignments, file.env_writes):
+        for group in (file.calls, file.assignments, file.env_writes, file.references):
             for fact in group:
                 index.setdefault(fact.scope, []).append(fact)
         for facts in index.values():

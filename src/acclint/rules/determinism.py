@@ -75,8 +75,83 @@ class DeterministicAlgorithmsOff(EffectRule):
                     torch.use_deterministic_algorithms(True)  # expect: ACL201
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, "opt-in: on only behind a flag that defaults to off, so the default run is nondeterministic"),
+        Example.script("""
+            import sys
+
+            import torch
+            from omegaconf import OmegaConf
+            from hydra.utils import instantiate
+
+
+            if __name__ == "__main__":  # expect: ACL201
+                torch.manual_seed(0)
+                config = OmegaConf.load(sys.argv[1])
+                trainer = instantiate(config.trainer)
+                trainer.train()
+        """, "a trainer built from a config: info only, naming the calls acclint could not follow "
+             "(`instantiate()`, `trainer.train()`), since the code they run may switch it on"),
+        Example({
+            "train.py": """
+                import torch
+
+                from experiment import ExperimentConfig
+
+
+                if __name__ == "__main__":  # expect: ACL201
+                    torch.manual_seed(0)
+                    trainer = ExperimentConfig().build()
+                    trainer.train()
+            """,
+            "experiment.py": """
+                import importlib
+
+
+                class ExperimentConfig:
+                    trainer = "trainers.Trainer"
+
+                    def build(self):
+                        module, name = self.trainer.rsplit(".", 1)
+                        return getattr(importlib.import_module(module), name)()
+            """,
+        }, "`config.build()` that looks its trainer class up by name: info, the call is named"),
     )
     valid = (
+        Example.script("""
+            import sys
+
+            import torch
+
+
+            def train(argv):
+                torch.use_deterministic_algorithms(True)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+
+
+            def evaluate(argv):
+                pass
+
+
+            COMMANDS = {"train": train, "eval": evaluate}
+
+            if __name__ == "__main__":
+                COMMANDS[sys.argv[1]](sys.argv[2:])
+        """, "a sub-command dict: the functions it maps names to are followed"),
+        Example.script("""
+            import functools
+
+            import torch
+            import torch.multiprocessing as mp
+
+
+            def worker(rank, lr):
+                torch.use_deterministic_algorithms(True)
+                model = torch.nn.Linear(2, 1)
+                torch.optim.SGD(model.parameters(), lr=lr).step()
+
+
+            if __name__ == "__main__":
+                mp.spawn(functools.partial(worker, lr=0.1), nprocs=2)
+        """, "a worker handed to mp.spawn through functools.partial is followed"),
         Example.script("""
             import torch
 
