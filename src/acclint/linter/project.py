@@ -101,12 +101,15 @@ def training_role(fact) -> Optional[str]:
     return None
 
 
-def trains(facts, builds_model=None) -> bool:
+def trains(facts, builds_model=None, runs_loop=None) -> bool:
     """Whether these facts (a program's flow, or a file's top level) make a training program:
-    a step or a loop; or gradients with an optimizer, or with a model that `builds_model` sees."""
+    a step or a loop (or a local class deriving from one, which `runs_loop` sees); or gradients with
+    an optimizer, or with a model that `builds_model` sees."""
     seen, candidates = set(), []
     for fact in facts:
         role = training_role(fact)
+        if role is None and runs_loop is not None and isinstance(fact, Call) and runs_loop(fact):
+            role = "step"
         if role == "step":
             return True
         if role is not None:
@@ -459,7 +462,8 @@ class Project:
             flow, files, functions = self._flow(entry)
             program = Program(entry, flow, files, [], functions)
             known = self._trains_cache[entry.abspath] = trains(
-                (step.fact for step in flow if _own_step(step)), lambda call: self._builds_model(program, call))
+                (step.fact for step in flow if _own_step(step)), lambda call: self._builds_model(program, call),
+                lambda call: self._runs_loop(program, call))
         return known
 
     def _flow(self, entry: FileFacts) -> tuple:
@@ -474,11 +478,21 @@ class Project:
     def _builds_model(self, program: Program, call: Call) -> bool:
         if _is_layer(call):
             return True
+        return bool(self._local_class_bases(program, call) & frozenset(_training_table()["models"]["bases"]))
+
+    def _runs_loop(self, program: Program, call: Call) -> bool:
+        """`MyTrainStep(net, opt)` where `MyTrainStep` subclasses a one-step training cell, called by hand."""
+        if not call.method[:1].isupper():
+            return False  # constructing a class, by convention
+        return bool(self._local_class_bases(program, call) & frozenset(_training_table()["loops"]))
+
+    def _local_class_bases(self, program: Program, call: Call) -> frozenset:
+        """Qualified names of the bases of the local class that `call` constructs, transitively."""
         file = program.file_of(call)
         target = self.local_target(file, call.callee, call.scope, {}) if file is not None else None
         if target is None or not isinstance(target[1], ClassDef):
-            return False
-        return bool(self.class_names(*target) & frozenset(_training_table()["models"]["bases"]))
+            return frozenset()
+        return self.class_names(*target)
 
 
 def launch_trains(launch) -> bool:

@@ -828,6 +828,26 @@ class MindSporeDeterministicOff(EffectRule):
             net = nn.Dense(3, 1)
             grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
         """, "switched off"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn
+
+
+            class ClipTrainStep(nn.TrainOneStepCell):
+                def construct(self, *inputs):
+                    loss = self.network(*inputs)
+                    self.optimizer(self.grad(self.network, self.weights)(*inputs))
+                    return loss
+
+
+            if __name__ == "__main__":  # expect: ACL206
+                ms.set_seed(0)
+                net = nn.WithLossCell(nn.Dense(8, 8), nn.MSELoss())
+                step = ClipTrainStep(net, nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9))
+                step.set_train()
+                for _ in range(3):
+                    step(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))
+        """, "a loop calling a locally subclassed TrainOneStepCell by hand"),
     )
     valid = (
         Example.script("""
