@@ -608,6 +608,38 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a script that is not on disk, with a flag only training reads",
         ),
+        Example(
+            {
+                "test/train_full_8p.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    KERNEL_NUM=$(($(nproc)/8))
+                    for((RANK_ID=0;RANK_ID<RANK_SIZE;RANK_ID++));
+                    do
+                        export RANK_ID=$RANK_ID
+                        PID_START=$((KERNEL_NUM * RANK_ID))
+                        PID_END=$((PID_START + KERNEL_NUM - 1))
+                        nohup taskset -c $PID_START-$PID_END python3 main.py --lr 0.8 > train_$RANK_ID.log 2>&1 &  # expect: ACL205
+                    done
+                    wait
+                """,
+                "main.py": """
+                    import torch
+                    import torch_npu
+
+                    if __name__ == "__main__":  # expect: ACL205
+                        torch.use_deterministic_algorithms(True)
+                        torch.distributed.init_process_group("hccl")
+                        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 2).npu()).sum().backward()
+                        optimizer.step()
+                """,
+                "setup.cfg": "",
+            },
+            "one process per card started in a RANK_ID loop (nohup taskset ... python3 main.py &), "
+            "the script in the folder above the launch script",
+        ),
     )
     valid = (
         Example.script("""
