@@ -214,3 +214,13 @@ def test_show_settings_names_the_plugins(in_project):
     result = CliRunner().invoke(main, ["scan", "--show-settings"])
     assert result.exit_code == 0
     assert 'plugins = ["my_rules"]' in result.output and '"ACL899"' in result.output
+
+
+def test_the_readme_example_plugin_works(tmp_path, monkeypatch):
+    """The plugin the README shows, copied from it, is a working plugin."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    block = next(b for b in readme.split("```python\n")[1:] if b.startswith("# my_rules.py")).split("```")[0]
+    monkeypatch.chdir(project(tmp_path, plugin=block))
+    result = CliRunner().invoke(main, ["scan", "train.py", "--no-cache", "--select", "ACL899"])
+    assert result.exit_code == 1 and "train.py:2:1: ACL899 [debug-tooling] print() call" in result.output
+    assert CliRunner().invoke(main, ["test-rules"]).exit_code == 0
