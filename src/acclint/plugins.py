@@ -144,7 +144,7 @@ def _import(spec: str, path: Path, package: bool, digest: str) -> types.ModuleTy
 
 def _where(exc: BaseException, path: Path) -> str:
     """` (at FILE:LINE)` for the deepest frame of the plugin's own files, if any."""
-    line = None
+    line = ""
     if isinstance(exc, SyntaxError) and exc.filename:
         return f" (at {exc.filename}:{exc.lineno})"
     frame = exc.__traceback__
@@ -152,7 +152,7 @@ def _where(exc: BaseException, path: Path) -> str:
         if Path(frame.tb_frame.f_code.co_filename).resolve().is_relative_to(path.parent):
             line = f" (at {frame.tb_frame.f_code.co_filename}:{frame.tb_lineno})"
         frame = frame.tb_next
-    return line or ""
+    return line
 
 
 def _collect(module: types.ModuleType, spec: str) -> list:
@@ -164,8 +164,10 @@ def _collect(module: types.ModuleType, spec: str) -> list:
     else:
         rules = []
         for _, cls in inspect.getmembers(module, inspect.isclass):
+            # Defined here (a package's submodules included), not imported from acclint; abstract bases
+            # without a code are skipped.
             if issubclass(cls, Rule) and cls.__module__.startswith(module.__name__) \
-                    and isinstance(cls.__dict__.get("code", getattr(cls, "code", None)), str):
+                    and isinstance(getattr(cls, "code", None), str):
                 rules.append(_instance(cls, spec))
     if not rules:
         raise PluginError(f"plugins: {spec} defines no rule (a subclass of acclint.linter.rulebase.Rule "
