@@ -139,13 +139,17 @@ def test_editing_a_plugin_invalidates_the_cache(in_project):
     assert "PRINT() CALL" in second.output and "print() call" not in second.output
 
 
-def test_plugin_runs_in_worker_processes(tmp_path):
-    """Enough files for the worker pool (workers.PARALLEL_THRESHOLD), in a fresh interpreter."""
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_plugin_runs_in_worker_processes(tmp_path, start_method):
+    """Enough files for the worker pool (workers.PARALLEL_THRESHOLD), in a fresh interpreter; under
+    spawn (and forkserver, Python 3.14's default) a worker imports the plugin itself."""
     project(tmp_path)
     for number in range(24):
         (tmp_path / f"module_{number}.py").write_text(f'print({number})\n')
+    command = ("import multiprocessing, sys; multiprocessing.set_start_method(sys.argv[1]); "
+               "from acclint.cli import main; main(sys.argv[2:])")
     completed = subprocess.run(
-        [sys.executable, "-m", "acclint", "scan", ".", "--jobs", "2", "--no-cache", "--select", "ACL899",
+        [sys.executable, "-c", command, start_method, "scan", ".", "--jobs", "2", "--no-cache", "--select", "ACL899",
          "--format", "json"],
         cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
     assert completed.returncode == 1, completed.stderr

@@ -14,6 +14,8 @@ source is part of the cache key (linter/cache.py), so editing a plugin invalidat
 
 from __future__ import annotations
 
+import copyreg
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -105,8 +107,20 @@ def _rules_of(spec: str, root: Path) -> list:
     key = (str(path), digest)
     if key not in _LOADED:
         module = _import(spec, path, package, digest)
-        _LOADED[key] = [_checked(rule, spec) for rule in _collect(module, spec)]
+        rules = [_checked(rule, spec) for rule in _collect(module, spec)]
+        for rule in rules:  # a worker process started by spawn or forkserver imports the plugin itself
+            copyreg.pickle(type(rule), functools.partial(_reduce, spec=spec, root=str(root)))
+        _LOADED[key] = rules
     return _LOADED[key]
+
+
+def _reduce(rule: Rule, *, spec: str, root: str) -> tuple:
+    return _restore, (spec, root, rule.code)
+
+
+def _restore(spec: str, root: str, code: str) -> Rule:
+    """The plugin rule `code`, in a process that has not imported the plugin yet."""
+    return next(rule for rule in _rules_of(spec, Path(root)) if rule.code == code)
 
 
 def _digest(target: Path) -> str:
