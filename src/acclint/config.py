@@ -38,6 +38,7 @@ class Config:
     preview: bool = False  # run preview rules too (otherwise only when selected by exact code)
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE  # bytes; None: no limit
     file_time_budget: Optional[float] = DEFAULT_TIME_BUDGET  # seconds per file; None: no budget
+    plugins: list = field(default_factory=list)  # project-local rule modules, relative to the config file
 
     def merged(self, *, select=None, extend_select=None, ignore=None, exclude=None, fail_on=None,
                respect_gitignore=None, fix=None, preview=None, max_file_size=None) -> "Config":
@@ -63,7 +64,8 @@ class Config:
 
 
 _KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "severity",
-         "fail-on", "respect-gitignore", "fix", "diff", "preview", "max-file-size", "file-time-budget"}
+         "fail-on", "respect-gitignore", "fix", "diff", "preview", "max-file-size", "file-time-budget",
+         "plugins"}
 _DIFF_KEYS = {"ignore"}
 
 
@@ -101,6 +103,11 @@ def _parse(section: dict, path: Path, known_codes: set) -> Config:
         raise ConfigError(f"{path}: unknown [tool.acclint] key(s): {', '.join(sorted(unknown))} "
                           f"(known: {', '.join(sorted(_KEYS))})")
     config = Config(source=path)
+    config.plugins = _strings(section.get("plugins", []), "plugins", path)
+    if config.plugins:  # their codes are selectable like the built-ins'
+        from acclint.plugins import load_plugins
+
+        known_codes = set(known_codes) | {rule.code for rule in load_plugins(config.plugins, path.parent)}
     config.select = _selectors(section.get("select", []), "select", path, known_codes)
     config.extend_select = _selectors(section.get("extend-select", []), "extend-select", path, known_codes)
     config.ignore = _selectors(section.get("ignore", []), "ignore", path, known_codes)

@@ -422,7 +422,7 @@ class Project:
 
     def program(self, entry: FileFacts) -> Program:
         """The program `entry` starts, with the launches that run it from launch scripts beside it:
-        those, and only those, are what a scan of the entry alone reads too (DESIGN.md, "Files
+        those, and only those, are what a scan of the entry alone reads too (docs/formats.md, "Files
         given and context"). Launch scripts elsewhere are judged by their own runs (`runs`)."""
         flow, files, functions = self._flow(entry)
         folder = os.path.dirname(entry.abspath)

@@ -1,4 +1,4 @@
-"""`acclint diff --format json`: the documented contract (DESIGN.md "diff --format json").
+"""`acclint diff --format json`: the documented contract (docs/formats.md#setup-differences).
 
 A side whose value is a default has `null` for its location (`left_origin`: "default");
 `ignored`, `not_compared` and `problems` are additions consumers may ignore.

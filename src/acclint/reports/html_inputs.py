@@ -1,6 +1,6 @@
 """The report's optional inputs: a setup diff of two sides and a comparison of two fingerprints.
 
-Each comes back as the contract's JSON shape (DESIGN.md), or raises ReportInputError with a
+Each comes back as the contract's JSON shape (docs/formats.md), or raises ReportInputError with a
 message for the user; the CLI turns that into exit 2. The halves are imported only when asked
 for: the runtime half needs numpy, the scanner does not.
 """
@@ -41,7 +41,7 @@ def _readable(option: str, path: Path) -> None:
 
 
 def diff_dict(result: Any) -> dict:
-    """The diff JSON dict (DESIGN.md) of what the diff API returned: a dict, an object with
+    """The diff JSON dict (docs/formats.md#setup-differences) of what the diff API returned: a dict, an object with
     to_dict(), or an acclint.setups.DiffResult (through the diff's own JSON reporter)."""
     if isinstance(result, Mapping):
         data = result

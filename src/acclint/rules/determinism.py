@@ -1,4 +1,4 @@
-"""Category `determinism`: the run computes the same thing twice, on each side (knowledge.md §1)."""
+"""Category `determinism`: the run computes the same thing twice, on each side (docs/knowledge/determinism.md)."""
 
 from __future__ import annotations
 

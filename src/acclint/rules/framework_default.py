@@ -1,5 +1,5 @@
 """Category `framework-default`: MindSpore APIs whose defaults differ from the PyTorch ones a model was
-ported from (knowledge.md §3, quick seed 7). The table is knowledge/framework_defaults.toml; each
+ported from (docs/knowledge/framework-defaults.md). The table is knowledge/framework_defaults.toml; each
 message gives both frameworks' values. `mindspore.mint` follows torch's defaults and is not reported."""
 
 from __future__ import annotations

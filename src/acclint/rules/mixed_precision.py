@@ -1,6 +1,6 @@
 """Category `mixed-precision`: fp16 needs loss scaling (Ascend's fp16-only kernels make fp16 common
 there), autocast must name the device the run is on, and GPU TF32 switches have NPU HF32
-counterparts with other defaults (knowledge.md §5, §1.1-1.2). All written explicitly in one file."""
+counterparts with other defaults (docs/knowledge/mixed-precision.md, docs/knowledge/numerics-modes.md). All written explicitly in one file."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ class Fp16WithoutLossScaling(Rule):
         "training series) and the NPU guides make loss scaling standard. GradScaler starts at 2**16 = 65536.",
         fix="Wrap the step in a scaler: `scaler = torch.amp.GradScaler('npu')` (or 'cuda'), "
         "`scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()`; or train in bf16.",
-        references=("knowledge.md §5.1, §5.2",),
+        references=("docs/knowledge/mixed-precision.md#fp16-only-ops", "docs/knowledge/mixed-precision.md#loss-scaling-and-autocast"),
     )
     invalid = (
         Example.script("""
@@ -279,7 +279,7 @@ class MindSporeFp16WithoutLossScale(Rule):
         "Conv/MatMul/Sort/TopK run in fp16 on the Atlas training series.",
         fix="Use `nn.TrainOneStepWithLossScaleCell(net, opt, scale_sense=nn.DynamicLossScaleUpdateCell(2**24, 2, "
         "1000))`, or `Model(..., loss_scale_manager=DynamicLossScaleManager())`, or amp_level='O2'.",
-        references=("knowledge.md §5.2",),
+        references=("docs/knowledge/mixed-precision.md#loss-scaling-and-autocast",),
     )
     invalid = (
         Example.script("""
@@ -572,7 +572,7 @@ class Tf32FlagOnNpu(Rule):
         "convs (~11-bit mantissa).",
         fix="Set the NPU switch with the same intent beside it: `torch.npu.matmul.allow_hf32 = True` for TF32 "
         "matmuls, `torch.npu.conv.allow_hf32 = False` for fp32 convolutions.",
-        references=("knowledge.md §1.1, §1.2, quick seed 1",),
+        references=("docs/knowledge/numerics-modes.md#tf32-and-hf32",),
     )
     invalid = (
         Example.script("""

@@ -1,5 +1,5 @@
 """Category `seed`: every generator the run draws from is seeded, by code the entry point runs,
-before the model is built. Checklist item 1 of every guide (knowledge.md §1)."""
+before the model is built. Checklist item 1 of every guide (docs/knowledge/guides.md#the-checklist; facts: docs/knowledge/seeding.md)."""
 
 from __future__ import annotations
 
