@@ -78,12 +78,16 @@ def ours(relative: str) -> bool:
 
 
 def references(path: Path, text: str):
-    """(line, written, target, anchor) for each local reference in `text`."""
+    """(line, written, target, anchor) for each local reference in `text`. Inside a fenced code block
+    `a[i](b)` is code, not a Markdown link."""
+    in_code = False
     for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
         for match in LOCAL_PATH.finditer(line):
             if ours(match.group(1)):
                 yield number, match.group(0), REPO / match.group(1), (match.group(2) or "#")[1:]
-        if path.suffix == ".md":
+        if path.suffix == ".md" and not in_code:
             for match in MARKDOWN_LINK.finditer(line):
                 link = match.group(1)
                 if re.match(r"[a-z]+:", link) or link.startswith("<"):
@@ -125,4 +129,6 @@ def test_the_checker_sees_what_it_must():
     assert "does not exist" in problem(REPO / "docs/knowledge/nothing.md", "")
     assert ours("docs/knowledge/nothing.md") and ours("src/acclint/nothing.py") and ours("docs/nothing.md")
     assert not ours("docs/zh/custom_APIs/torch_npu/") and not ours("tools/train.py")
+    assert list(references(REPO / "x.md", "```python\nCOMMANDS[name](sys.argv[2:])\n```\n")) == []
+    assert [r[1] for r in references(REPO / "x.md", "see [a](missing.md)\n")] == ["missing.md"]
     assert slug("The GLM4 contiguity case") == "the-glm4-contiguity-case" and slug("`npu_gelu`") == "npu_gelu"
