@@ -1,0 +1,254 @@
+"""Where a model file computes an operation, and in which form: the table `[operations]` of
+knowledge/fused_ops.toml applied to one parsed module.
+
+The engine's one-pass facts know calls and their arguments but not the expressions around them
+(`F.silu(a) * b`, `torch.rsqrt(x.pow(2).mean(-1) + eps)`), so this walks the module's CST once
+more; `acclint diff` reads two sides, not a whole project, so the second walk is cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import libcst as cst
+
+from acclint.knowledge import table
+from acclint.linter.facts import NOT_LITERAL
+from acclint.linter.names import resolve
+from acclint.linter.walker import dotted_name, literal
+
+ABSENT = "absent"
+# How far a local name is followed to what its function assigned it (`var = x.pow(2).mean(-1)`).
+FOLLOW_DEPTH = 3
+_OPERATORS = {
+    cst.Multiply: "*", cst.MatrixMultiply: "@", cst.Subtract: "-", cst.Add: "+", cst.Divide: "/",
+    cst.Power: "**",
+}
+
+
+@dataclass(frozen=True)
+class Form:
+    operation: str
+    form: str
+    label: str
+    calls: frozenset
+    operand: str = ""
+    inside: tuple = ()  # frozensets: each must meet the arguments' tokens
+    outside: frozenset = frozenset()
+    arg: str = ""
+    position: Optional[int] = None
+    values: tuple = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A call that computes `form`, in `scope` (the enclosing class, else function)."""
+
+    node: cst.Call
+    form: Form
+    scope: str
+
+
+@lru_cache(maxsize=1)
+def operations() -> dict:
+    return table("fused_ops")["operations"]
+
+
+@lru_cache(maxsize=1)
+def forms() -> tuple:
+    out = []
+    for name, operation in operations().items():
+        for entry in operation["forms"]:
+            out.append(Form(
+                operation=name, form=entry["form"], label=entry["label"], calls=frozenset(entry["calls"]),
+                operand=entry.get("operand", ""),
+                inside=tuple(frozenset(group.split("|")) for group in entry.get("inside", ())),
+                outside=frozenset(token for group in entry.get("outside", ()) for token in group.split("|")),
+                arg=entry.get("arg", ""), position=entry.get("position"), values=tuple(entry.get("values", ())),
+                note=entry.get("note", ""),
+            ))
+    return tuple(out)
+
+
+def find_forms(module: cst.Module, bindings: dict) -> list[Anchor]:
+    """Every anchor call of a form in `module`, in source order."""
+    finder = _Finder(bindings)
+    module.visit(finder)
+    anchors = []
+    for call, scope, direct, attribute, operator, function in finder.calls:
+        followed = frozenset(finder.attributes.get(attribute, ())) if attribute else frozenset()
+        for form in forms():
+            if _matches(form, call, direct, followed, operator, lambda: finder.argument_tokens(call, function)):
+                anchors.append(Anchor(call, form, scope))
+    return anchors
+
+
+def _matches(form: Form, call: cst.Call, direct: frozenset, followed: frozenset, operator: str, tokens) -> bool:
+    # A module built elsewhere (`self.act = nn.GELU(...)`) carries its arguments there, not here.
+    names = direct if form.arg else direct | followed
+    if not names & form.calls:
+        return False
+    if form.operand and operator != form.operand:
+        return False
+    if form.arg and not _argument_is(call, form):
+        return False
+    if form.inside or form.outside:
+        found = tokens()
+        return all(group & found for group in form.inside) and not form.outside & found
+    return True
+
+
+def _argument_is(call: cst.Call, form: Form) -> bool:
+    value = _argument(call, form.arg, form.position)
+    if value is None:
+        return ABSENT in form.values
+    found = literal(value)
+    if found is None:  # `approximate=None` / `fused=None`: the default
+        return ABSENT in form.values
+    if found is NOT_LITERAL:
+        return False
+    return any(type(v) is type(found) and v == found for v in form.values)
+
+
+def _argument(call: cst.Call, keyword: str, position: Optional[int]) -> Optional[cst.BaseExpression]:
+    positional = []
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+        if arg.keyword is None and not arg.star:
+            positional.append(arg.value)
+    if position is not None and position < len(positional):
+        return positional[position]
+    return None
+
+
+class _Finder(cst.CSTVisitor):
+    """Collects every call with its names, the binary operator it is an operand of and its scope;
+    and per function, what each local name is assigned (to follow names into arguments)."""
+
+    def __init__(self, bindings: dict):
+        super().__init__()
+        self.bindings = bindings
+        self.calls: list = []  # (call, scope, direct names, (class, self.x) or None, operator, function key)
+        self.scopes: list = []  # (kind, name)
+        self.assigned: dict = {}  # function key -> local name -> [value nodes]
+        self.attributes: dict = {}  # (class, `self.x`) -> names of the calls assigned to it
+        self.operand_of: dict = {}  # id(node) -> operator symbol
+
+    # -- scopes --------------------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scopes.append(("class", node.name.value))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(("def", node.name.value))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+
+    def _function(self) -> str:
+        return ".".join(name for _, name in self.scopes)
+
+    def _class(self) -> str:
+        classes = [name for kind, name in self.scopes if kind == "class"]
+        return classes[-1] if classes else ""
+
+    def _scope(self) -> str:
+        return self._class() or next((name for kind, name in self.scopes if kind == "def"), "<module>")
+
+    # -- what is assigned ------------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):  # `a, b = x.chunk(2)`: each is part of the value
+            for element in target.elements:
+                self._bind(element.value, value)
+            return
+        if isinstance(target, cst.Name):
+            self.assigned.setdefault(self._function(), {}).setdefault(target.value, []).append(value)
+            return
+        dotted = dotted_name(target)
+        if dotted and dotted.startswith("self.") and dotted.count(".") == 1 and isinstance(value, cst.Call):
+            names = self._names(value.func)
+            self.attributes.setdefault((self._class(), dotted[5:]), set()).update(names)
+
+    # -- calls and operators ----------------------------------------------------------------------
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        symbol = _OPERATORS.get(type(node.operator))
+        if symbol is not None:
+            self.operand_of[id(node.left)] = symbol
+            self.operand_of[id(node.right)] = symbol
+
+    def visit_Call(self, node: cst.Call) -> None:
+        direct = self._names(node.func)
+        dotted = dotted_name(node.func)
+        # `self.act(x)`: what `self.act` was built from, looked up once every method has been read.
+        attribute = None
+        if dotted and dotted.startswith("self.") and dotted.count(".") == 1:
+            attribute = (self._class(), dotted[5:])
+        self.calls.append((node, self._scope(), direct, attribute, self.operand_of.get(id(node), ""),
+                           self._function()))
+
+    def _names(self, func: cst.BaseExpression) -> frozenset:
+        """The callee's qualified names, `.name` (its last part) and, for a bare name, the name."""
+        dotted = dotted_name(func)
+        if dotted is None:
+            return frozenset({"." + func.attr.value}) if isinstance(func, cst.Attribute) else frozenset()
+        names = set(resolve(dotted, self.bindings))
+        names.add("." + dotted.rsplit(".", 1)[-1])
+        if "." not in dotted:
+            names.add(dotted)
+        return frozenset(names)
+
+    # -- the tokens of a call's arguments ------------------------------------------------------------
+    def argument_tokens(self, call: cst.Call, function: str) -> frozenset:
+        tokens: set = set()
+        locals_ = self.assigned.get(function, {})
+        for arg in call.args:
+            self._collect(arg.value, tokens, locals_, FOLLOW_DEPTH, set())
+        return frozenset(tokens)
+
+    def _collect(self, node: cst.CSTNode, tokens: set, locals_: dict, depth: int, seen: set) -> None:
+        collector = _Tokens(self, tokens)
+        node.visit(collector)
+        if depth == 0:
+            return
+        for name in collector.names - seen:
+            seen.add(name)
+            for value in locals_.get(name, ()):
+                self._collect(value, tokens, locals_, depth - 1, seen)
+
+
+class _Tokens(cst.CSTVisitor):
+    """Calls (`_Finder._names`), operators and the local names read in one expression."""
+
+    def __init__(self, finder: _Finder, tokens: set):
+        super().__init__()
+        self.finder = finder
+        self.tokens = tokens
+        self.names: set = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.tokens.update(self.finder._names(node.func))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        symbol = _OPERATORS.get(type(node.operator))
+        if symbol is not None:
+            self.tokens.add(symbol)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return not isinstance(node.value, cst.Name)  # `self.eps`, `torch.float32`: not locals
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)

@@ -1,0 +1,89 @@
+"""Row source: an operation computed in one form on the left and another on the right (a fused
+kernel vs composed ops, GELU tanh vs erf), from knowledge/fused_ops.toml `[operations]`."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from acclint.setups import keys
+from acclint.setups.diff import Mismatch
+from acclint.setups.model.forms import operations
+from acclint.setups.model.read import ModelSide, Occurrence
+from acclint.setups.model.sources import Rows, register
+from acclint.setups.record import Setting
+
+CATEGORY = "fused-op"
+
+
+@register
+def operation_forms(left: ModelSide, right: ModelSide) -> Rows:
+    rows = Rows()
+    lefts, rights = _by_operation(left), _by_operation(right)
+    for operation in operations():
+        on_left, on_right = lefts.get(operation), rights.get(operation)
+        if not on_left or not on_right:  # one side computes it some way acclint does not know
+            continue
+        rows.supersedes |= _setup_keys(operation)
+        left_forms, right_forms = _forms(on_left), _forms(on_right)
+        if left_forms == right_forms:
+            rows.same.append(operation)
+            continue
+        shown_left = _first(on_left, lambda o: o.form.form not in right_forms) or on_left[0]
+        shown_right = (
+            _first(on_right, lambda o: o.scope == shown_left.scope and o.form.form != shown_left.form.form)
+            or _first(on_right, lambda o: o.form.form not in left_forms)
+            or _first(on_right, lambda o: o.form.form != shown_left.form.form)
+            or on_right[0]
+        )
+        rows.mismatches.append(_mismatch(operation, shown_left, on_left, shown_right, on_right))
+    return rows
+
+
+def _by_operation(side: ModelSide) -> dict:
+    out: dict = {}
+    for occurrence in side.occurrences:
+        out.setdefault(occurrence.form.operation, []).append(occurrence)
+    return out
+
+
+def _forms(occurrences: list) -> frozenset:
+    return frozenset(o.form.form for o in occurrences)
+
+
+def _first(occurrences: list, wanted) -> Optional[Occurrence]:
+    return next((o for o in occurrences if wanted(o)), None)
+
+
+def _setting(operation: str, shown: Occurrence, every: list) -> Setting:
+    others = [o for o in every if o.form.form != shown.form.form]
+    seen: dict = {}
+    for other in others:  # one mention per other form: where it first appears
+        seen.setdefault(other.form.form, other)
+    note = "; ".join(f"also {o.form.label} at {o.where}" for o in seen.values())
+    return Setting(operation, shown.form.label, shown.where, written=shown.form.label, note=note)
+
+
+def _mismatch(operation: str, left: Occurrence, on_left: list, right: Occurrence, on_right: list) -> Mismatch:
+    entry = operations()[operation]
+    left_setting, right_setting = _setting(operation, left, on_left), _setting(operation, right, on_right)
+    sides = (f"left {_place(left_setting)}, right {_place(right_setting)}")
+    notes = [o.form.note for o in (left, right) if o.form.note]
+    consequence = "; ".join([entry["consequence"], *dict.fromkeys(notes)]) + f" ({entry['source']})"
+    message = (f"{operation} ({entry['what']}) is computed differently: {sides}. {consequence[0].upper()}"
+               f"{consequence[1:]}. While aligning accuracy, compute it the same way on both sides "
+               f"(or accept the difference with `--ignore {operation}`).")
+    return Mismatch(operation, CATEGORY, left_setting, right_setting, message, consequence=consequence)
+
+
+def _place(setting: Setting) -> str:
+    extra = f"; {setting.note}" if setting.note else ""
+    return f"{setting.value} ({setting.where}{extra})"
+
+
+@lru_cache(maxsize=None)
+def _setup_keys(operation: str) -> frozenset:
+    """The setup diff's fused-call keys (knowledge/setups.toml `[fused]`) whose kernels are forms of
+    `operation`: the setup diff sees the same call, this diff says more about it."""
+    calls = frozenset(call for entry in operations()[operation]["forms"] for call in entry["calls"])
+    return frozenset(key for key, entry in keys.knowledge()["fused"].items() if calls & set(entry["calls"]))
