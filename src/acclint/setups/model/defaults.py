@@ -51,7 +51,7 @@ def _defaulted(side: ModelSide, apis: list, keyword: str, position: Optional[int
 
 def _setting(entry: dict, found: tuple, framework: str) -> Setting:
     file, call, api = found
-    default = entry[framework]
+    default = entry["torch_default"] if framework == "torch" else entry["mindspore"]
     return Setting(entry["diff_key"], default, file.where(call), origin="default", written=f"{api} default")
 
 

@@ -37,6 +37,8 @@ def operation_forms(left: ModelSide, right: ModelSide) -> Rows:
             or on_right[0]
         )
         rows.mismatches.append(_mismatch(operation, shown_left, on_left, shown_right, on_right))
+    # In the left's source order, as the setup diff lists settings: the report reads like the model.
+    rows.mismatches.sort(key=lambda m: (m.left.where.path, m.left.where.line))
     return rows
 
 
@@ -70,9 +72,9 @@ def _mismatch(operation: str, left: Occurrence, on_left: list, right: Occurrence
     sides = (f"left {_place(left_setting)}, right {_place(right_setting)}")
     notes = [o.form.note for o in (left, right) if o.form.note]
     consequence = "; ".join([entry["consequence"], *dict.fromkeys(notes)]) + f" ({entry['source']})"
-    message = (f"{operation} ({entry['what']}) is computed differently: {sides}. {consequence[0].upper()}"
-               f"{consequence[1:]}. While aligning accuracy, compute it the same way on both sides "
-               f"(or accept the difference with `--ignore {operation}`).")
+    message = (f"{operation} ({entry['what']}) is computed differently: {sides}. Numerics: {consequence}. "
+               f"While aligning accuracy, compute it the same way on both sides (or accept the difference "
+               f"with `--ignore {operation}`).")
     return Mismatch(operation, CATEGORY, left_setting, right_setting, message, consequence=consequence)
 
 
