@@ -183,6 +183,60 @@ def test_rms_norm_forms_and_a_composed_layer_norm_is_not_an_rms_norm(tmp_path: P
         diff_paths(str(composed_rms), str(composed_ln))
 
 
+def test_centring_and_numpy_decide_which_norm_a_square_root_is(tmp_path: Path):
+    """A subtraction that does not centre (reduced dims counted backwards) keeps an RMSNorm one;
+    numpy's sqrt of a difference is no LayerNorm."""
+    rms_dims = write(tmp_path, "rms_dims.py", """\
+        import torch
+
+
+        def rms_norm(x, shape, eps):
+            dims = tuple(range(-1, -len(shape) - 1, -1))
+            variance = x.float().pow(2).mean(dims, keepdim=True)
+            return x * torch.rsqrt(variance + eps)
+    """)
+    numpy_sqrt = write(tmp_path, "numpy_sqrt.py", """\
+        import numpy as np
+        import torch.nn.functional as F
+
+
+        def resize(area, ratio, low):
+            return round(np.sqrt(area * ratio - low))
+
+
+        def norm(x):
+            return F.layer_norm(x, x.shape[-1:])
+    """)
+    fused = write(tmp_path, "fused.py", """\
+        import torch_npu
+
+
+        def rms_norm(x, weight):
+            return torch_npu.npu_rms_norm(x, weight)[0]
+    """)
+    assert rows(rms_dims, fused)["rms-norm"].left.where.line == line_of(rms_dims, "torch.rsqrt")
+    assert [o.form.operation for o in read_model(str(numpy_sqrt)).occurrences] == ["layer-norm"]
+
+
+def test_a_config_chosen_activation_module_in_a_gated_product_is_the_composed_swiglu(tmp_path: Path):
+    hf_style = write(tmp_path, "hf_mlp.py", """\
+        from torch import nn
+        from transformers.activations import ACT2FN
+
+
+        class GatedMLP(nn.Module):
+            def forward(self, x):
+                return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+            def __init__(self, config):
+                super().__init__()
+                self.act_fn = ACT2FN[config.hidden_act]
+    """)
+    row = rows(hf_style, NPU_BLOCK)["swiglu"]
+    assert row.left.where.line == line_of(hf_style, "self.act_fn(self.gate_proj(x))")
+    assert "hidden_act" in row.message
+
+
 def test_attention_fused_vs_sdpa_and_sdpa_vs_composed(tmp_path: Path):
     sdpa = write(tmp_path, "sdpa.py", """\
         import torch.nn.functional as F

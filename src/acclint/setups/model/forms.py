@@ -179,9 +179,12 @@ class _Finder(cst.CSTVisitor):
             self.assigned.setdefault(self._function(), {}).setdefault(target.value, []).append(value)
             return
         dotted = dotted_name(target)
-        if dotted and dotted.startswith("self.") and dotted.count(".") == 1 and isinstance(value, cst.Call):
-            names = self._names(value.func)
-            self.attributes.setdefault((self._class(), dotted[5:]), set()).update(names)
+        if not (dotted and dotted.startswith("self.") and dotted.count(".") == 1):
+            return
+        # `self.act = nn.SiLU()`, or a table lookup `self.act = ACT2FN[config.hidden_act]`.
+        built = value.func if isinstance(value, cst.Call) else value.value if isinstance(value, cst.Subscript) else None
+        if built is not None:
+            self.attributes.setdefault((self._class(), dotted[5:]), set()).update(self._names(built))
 
     # -- calls and operators ----------------------------------------------------------------------
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
@@ -200,14 +203,17 @@ class _Finder(cst.CSTVisitor):
         self.calls.append((node, self._scope(), direct, attribute, self.operand_of.get(id(node), ""),
                            self._function()))
 
-    def _names(self, func: cst.BaseExpression) -> frozenset:
-        """The callee's qualified names, `.name` (its last part) and, for a bare name, the name."""
+    def _names(self, func: cst.BaseExpression, methods: bool = False) -> frozenset:
+        """The callee's qualified names; else (a method of a local, a local function) `.name` (its
+        last part) and, for a bare name, the name. `np.sqrt` is numpy's, never a tensor's `.sqrt`.
+        `methods`: `.name` for a resolved callee too (`torch.mean` is a mean inside an argument)."""
         dotted = dotted_name(func)
         if dotted is None:
             return frozenset({"." + func.attr.value}) if isinstance(func, cst.Attribute) else frozenset()
         names = set(resolve(dotted, self.bindings))
-        names.add("." + dotted.rsplit(".", 1)[-1])
-        if "." not in dotted:
+        if methods or not names:
+            names.add("." + dotted.rsplit(".", 1)[-1])
+        if "." not in dotted and not names - {"." + dotted}:
             names.add(dotted)
         return frozenset(names)
 
@@ -220,7 +226,7 @@ class _Finder(cst.CSTVisitor):
         return frozenset(tokens)
 
     def _collect(self, node: cst.CSTNode, tokens: set, locals_: dict, depth: int, seen: set) -> None:
-        collector = _Tokens(self, tokens)
+        collector = _Tokens(self, tokens, locals_)
         node.visit(collector)
         if depth == 0:
             return
@@ -231,21 +237,28 @@ class _Finder(cst.CSTVisitor):
 
 
 class _Tokens(cst.CSTVisitor):
-    """Calls (`_Finder._names`), operators and the local names read in one expression."""
+    """Calls (`_Finder._names`), operators and the local names read in one expression; `-mean` for
+    a subtraction of a mean (`x - mean`: centring, what a LayerNorm does and an RMSNorm does not)."""
 
-    def __init__(self, finder: _Finder, tokens: set):
+    def __init__(self, finder: _Finder, tokens: set, locals_: dict):
         super().__init__()
         self.finder = finder
         self.tokens = tokens
+        self.locals = locals_
         self.names: set = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.tokens.update(self.finder._names(node.func))
+        self.tokens.update(self.finder._names(node.func, methods=True))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         symbol = _OPERATORS.get(type(node.operator))
         if symbol is not None:
             self.tokens.add(symbol)
+        if symbol == "-":
+            subtracted: set = set()
+            self.finder._collect(node.right, subtracted, self.locals, 1, set())
+            if ".mean" in subtracted:
+                self.tokens.add("-mean")
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         return not isinstance(node.value, cst.Name)  # `self.eps`, `torch.float32`: not locals
