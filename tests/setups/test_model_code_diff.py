@@ -237,6 +237,47 @@ def test_a_config_chosen_activation_module_in_a_gated_product_is_the_composed_sw
     assert "hidden_act" in row.message
 
 
+STANDARDISED = """\
+    import torch
+    from torch import nn
+
+
+    class StdConv(nn.Conv2d):
+        def forward(self, x):
+            w = self.weight
+            mean = w.mean((1, 2, 3), keepdim=True)
+            w = (w - mean) / torch.sqrt(w.var((1, 2, 3), keepdim=True) + 1e-10)
+            return self._conv_forward(x, w, self.bias)
+
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.norm = NORM
+"""
+
+
+def test_classes_of_the_same_name_are_compared_with_each_other(tmp_path: Path):
+    library = write(tmp_path, "library.py", STANDARDISED.replace("NORM", "nn.LayerNorm(dim)"))
+    apex = write(tmp_path, "apex.py", "from apex.normalization import FusedLayerNorm\n"
+                 + dedent(STANDARDISED).replace("NORM", "FusedLayerNorm(dim)"))
+    again = write(tmp_path, "again.py", STANDARDISED.replace("NORM", "nn.LayerNorm(dim, eps=1e-6)"))
+    assert "layer-norm" in diff_paths(str(library), str(again)).same  # StdConv's with StdConv's
+    block_only = write(tmp_path, "block_only.py", """\
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.norm = nn.LayerNorm(dim)
+    """)
+    assert "layer-norm" in diff_paths(str(library), str(block_only)).same  # a standardisation pairs with nothing
+    row = rows(library, apex)["layer-norm"]
+    assert (row.left.value, row.right.value) == ("LayerNorm module/function", "apex FusedLayerNorm")
+    assert row.right.where.line == line_of(apex, "self.norm = FusedLayerNorm")
+
+
 def test_attention_fused_vs_sdpa_and_sdpa_vs_composed(tmp_path: Path):
     sdpa = write(tmp_path, "sdpa.py", """\
         import torch.nn.functional as F

@@ -25,21 +25,40 @@ def operation_forms(left: ModelSide, right: ModelSide) -> Rows:
         if not on_left or not on_right:  # one side computes it some way acclint does not know
             continue
         rows.supersedes |= _setup_keys(operation)
-        left_forms, right_forms = _forms(on_left), _forms(on_right)
-        if left_forms == right_forms:
+        pair = _differing_pair(on_left, on_right)
+        if pair is None:
             rows.same.append(operation)
-            continue
-        shown_left = _first(on_left, lambda o: o.form.form not in right_forms) or on_left[0]
-        shown_right = (
-            _first(on_right, lambda o: o.scope == shown_left.scope and o.form.form != shown_left.form.form)
-            or _first(on_right, lambda o: o.form.form not in left_forms)
-            or _first(on_right, lambda o: o.form.form != shown_left.form.form)
-            or on_right[0]
-        )
-        rows.mismatches.append(_mismatch(operation, shown_left, on_left, shown_right, on_right))
+        else:
+            rows.mismatches.append(_mismatch(operation, pair[0], on_left, pair[1], on_right))
     # In the left's source order, as the setup diff lists settings: the report reads like the model.
     rows.mismatches.sort(key=lambda m: (m.left.where.path, m.left.where.line))
     return rows
+
+
+def _differing_pair(on_left: list, on_right: list) -> Optional[tuple]:
+    """The occurrences to show when the two sides compute the operation in different forms, else None.
+
+    Classes and functions of the same name are the same part of the model: they are compared with
+    each other (a weight standardisation in one class is no LayerNorm of another). What sits in a
+    part only one side has is compared with what the other side has outside the shared parts."""
+    shared = {o.scope for o in on_left} & {o.scope for o in on_right}
+    for scope in dict.fromkeys(o.scope for o in on_left if o.scope in shared):
+        pair = _pair([o for o in on_left if o.scope == scope], [o for o in on_right if o.scope == scope])
+        if pair is not None:
+            return pair
+    rest_left = [o for o in on_left if o.scope not in shared]
+    rest_right = [o for o in on_right if o.scope not in shared]
+    return _pair(rest_left, rest_right) if rest_left and rest_right else None
+
+
+def _pair(on_left: list, on_right: list) -> Optional[tuple]:
+    left_forms, right_forms = _forms(on_left), _forms(on_right)
+    if left_forms == right_forms:
+        return None
+    shown_left = _first(on_left, lambda o: o.form.form not in right_forms) or on_left[0]
+    shown_right = (_first(on_right, lambda o: o.form.form not in left_forms)
+                   or _first(on_right, lambda o: o.form.form != shown_left.form.form) or on_right[0])
+    return shown_left, shown_right
 
 
 def _by_operation(side: ModelSide) -> dict:
