@@ -309,6 +309,30 @@ def test_a_side_with_both_forms_names_the_other_one(tmp_path: Path):
     assert f"also composed silu(a) * b at {switch}:{line_of(switch, 'F.silu(a) * b')}" in row.message
 
 
+def test_fused_adamw_vs_plain_replaces_the_setup_diffs_fused_optimizer_key(tmp_path: Path):
+    plain = write(tmp_path, "gpu_train.py", """\
+        import torch
+
+        model = torch.nn.Linear(4, 4)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    """)
+    fused = write(tmp_path, "npu_train.py", """\
+        import torch
+        import torch_npu
+
+        model = torch.nn.Linear(4, 4)
+        optimizer = torch_npu.optim.NpuFusedAdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    """)
+    torch_fused = write(tmp_path, "torch_fused.py", plain.read_text(encoding="utf-8").replace(
+        "weight_decay=0.1)", "weight_decay=0.1, fused=True)"))
+    result = diff_paths(str(plain), str(fused))
+    row = by_key(result)["adam"]
+    assert (row.left.value, row.right.value) == ("torch.optim Adam(W), unfused", "fused Adam(W)")
+    assert row.right.where.line == line_of(fused, "NpuFusedAdamW")
+    assert "NpuFusedAdamW" not in by_key(result) and "NpuFusedAdamW" not in result.only_right
+    assert "adam" in diff_paths(str(torch_fused), str(fused)).same
+
+
 # ---------------------------------------------------------------- PyTorch vs MindSpore
 
 
