@@ -348,6 +348,35 @@ def test_torch_vs_mindspore_port_fused_op_rows_and_the_framework_default_source(
     assert "layer-norm" in diff_paths(str(TORCH_MLP), str(MS_MLP)).same
 
 
+def test_mindspore_primitives_built_in_init_are_followed_into_the_attention(tmp_path: Path):
+    composed = write(tmp_path, "ms_attention.py", """\
+        from mindspore import nn, ops
+
+
+        class Attention(nn.Cell):
+            def __init__(self, scale):
+                super().__init__()
+                self.scale = scale
+                self.batch_matmul = ops.BatchMatMul(transpose_b=True)
+                self.softmax = ops.Softmax(axis=-1)
+
+            def construct(self, q, k, v):
+                scores = self.batch_matmul(q, k) * self.scale
+                return ops.matmul(self.softmax(scores), v)
+    """)
+    fused = write(tmp_path, "ms_fused.py", """\
+        from mindspore import nn, ops
+
+
+        class Attention(nn.Cell):
+            def construct(self, q, k, v, heads):
+                return ops.flash_attention_score(q, k, v, heads, input_layout="BSH")
+    """)
+    row = rows(composed, fused)["attention"]
+    assert row.left.where.line == line_of(composed, "self.softmax(scores)")
+    assert row.right.where.line == line_of(fused, "flash_attention_score")
+
+
 def test_an_explicit_mindspore_epsilon_is_no_default_row(tmp_path: Path):
     text = MS_MLP.read_text(encoding="utf-8").replace("nn.LayerNorm((dim,))", "nn.LayerNorm((dim,), epsilon=1e-5)")
     explicit = write(tmp_path, "ms_explicit.py", text)

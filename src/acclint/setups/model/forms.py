@@ -78,10 +78,10 @@ def find_forms(module: cst.Module, bindings: dict) -> list[Anchor]:
     finder = _Finder(bindings)
     module.visit(finder)
     anchors = []
-    for call, scope, direct, attribute, operator, function in finder.calls:
-        followed = frozenset(finder.attributes.get(attribute, ())) if attribute else frozenset()
+    for call, scope, direct, where, operator in finder.calls:
+        followed = finder.built(call.func, where)
         for form in forms():
-            if _matches(form, call, direct, followed, operator, lambda: finder.argument_tokens(call, function)):
+            if _matches(form, call, direct, followed, operator, lambda: finder.argument_tokens(call, where)):
                 anchors.append(Anchor(call, form, scope))
     return anchors
 
@@ -132,7 +132,7 @@ class _Finder(cst.CSTVisitor):
     def __init__(self, bindings: dict):
         super().__init__()
         self.bindings = bindings
-        self.calls: list = []  # (call, scope, direct names, (class, self.x) or None, operator, function key)
+        self.calls: list = []  # (call, scope, direct names, (function, class), operator)
         self.scopes: list = []  # (kind, name)
         self.assigned: dict = {}  # function key -> local name -> [value nodes]
         self.attributes: dict = {}  # (class, `self.x`) -> names of the calls assigned to it
@@ -194,14 +194,16 @@ class _Finder(cst.CSTVisitor):
             self.operand_of[id(node.right)] = symbol
 
     def visit_Call(self, node: cst.Call) -> None:
-        direct = self._names(node.func)
-        dotted = dotted_name(node.func)
-        # `self.act(x)`: what `self.act` was built from, looked up once every method has been read.
-        attribute = None
+        where = (self._function(), self._class())
+        self.calls.append((node, self._scope(), self._names(node.func), where, self.operand_of.get(id(node), "")))
+
+    def built(self, func: cst.BaseExpression, where: tuple) -> frozenset:
+        """`self.act(x)`: the names of what `self.act` was built from in its class (read once every
+        method has been walked, so `forward` before `__init__` is no matter)."""
+        dotted = dotted_name(func)
         if dotted and dotted.startswith("self.") and dotted.count(".") == 1:
-            attribute = (self._class(), dotted[5:])
-        self.calls.append((node, self._scope(), direct, attribute, self.operand_of.get(id(node), ""),
-                           self._function()))
+            return frozenset(self.attributes.get((where[1], dotted[5:]), ()))
+        return frozenset()
 
     def _names(self, func: cst.BaseExpression, methods: bool = False) -> frozenset:
         """The callee's qualified names; else (a method of a local, a local function) `.name` (its
@@ -218,37 +220,39 @@ class _Finder(cst.CSTVisitor):
         return frozenset(names)
 
     # -- the tokens of a call's arguments ------------------------------------------------------------
-    def argument_tokens(self, call: cst.Call, function: str) -> frozenset:
+    def argument_tokens(self, call: cst.Call, where: tuple) -> frozenset:
         tokens: set = set()
-        locals_ = self.assigned.get(function, {})
         for arg in call.args:
-            self._collect(arg.value, tokens, locals_, FOLLOW_DEPTH, set())
+            self.collect(arg.value, tokens, where, FOLLOW_DEPTH, set())
         return frozenset(tokens)
 
-    def _collect(self, node: cst.CSTNode, tokens: set, locals_: dict, depth: int, seen: set) -> None:
-        collector = _Tokens(self, tokens, locals_)
+    def collect(self, node: cst.CSTNode, tokens: set, where: tuple, depth: int, seen: set) -> None:
+        """Tokens of `node` into `tokens`, following the local names it reads `depth` assignments deep."""
+        collector = _Tokens(self, tokens, where)
         node.visit(collector)
         if depth == 0:
             return
+        locals_ = self.assigned.get(where[0], {})
         for name in collector.names - seen:
             seen.add(name)
             for value in locals_.get(name, ()):
-                self._collect(value, tokens, locals_, depth - 1, seen)
+                self.collect(value, tokens, where, depth - 1, seen)
 
 
 class _Tokens(cst.CSTVisitor):
     """Calls (`_Finder._names`), operators and the local names read in one expression; `-mean` for
     a subtraction of a mean (`x - mean`: centring, what a LayerNorm does and an RMSNorm does not)."""
 
-    def __init__(self, finder: _Finder, tokens: set, locals_: dict):
+    def __init__(self, finder: _Finder, tokens: set, where: tuple):
         super().__init__()
         self.finder = finder
         self.tokens = tokens
-        self.locals = locals_
+        self.where = where  # (function, class) the expression is read in
         self.names: set = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         self.tokens.update(self.finder._names(node.func, methods=True))
+        self.tokens.update(self.finder.built(node.func, self.where))  # `self.bmm = ops.BatchMatMul()`
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         symbol = _OPERATORS.get(type(node.operator))
@@ -256,7 +260,7 @@ class _Tokens(cst.CSTVisitor):
             self.tokens.add(symbol)
         if symbol == "-":
             subtracted: set = set()
-            self.finder._collect(node.right, subtracted, self.locals, 1, set())
+            self.finder.collect(node.right, subtracted, self.where, 1, set())
             if ".mean" in subtracted:
                 self.tokens.add("-mean")
 
