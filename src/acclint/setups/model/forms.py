@@ -80,10 +80,23 @@ def find_forms(module: cst.Module, bindings: dict) -> list[Anchor]:
     anchors = []
     for call, scope, direct, where, operator in finder.calls:
         followed = finder.built(call.func, where)
+        tokens = _once(lambda call=call, where=where: finder.argument_tokens(call, where))
         for form in forms():
-            if _matches(form, call, direct, followed, operator, lambda: finder.argument_tokens(call, where)):
+            if _matches(form, call, direct, followed, operator, tokens):
                 anchors.append(Anchor(call, form, scope))
     return anchors
+
+
+def _once(compute):
+    """`compute()` on the first call, its result after: arguments are read only for a likely anchor."""
+    done: list = []
+
+    def value():
+        if not done:
+            done.append(compute())
+        return done[0]
+
+    return value
 
 
 def _matches(form: Form, call: cst.Call, direct: frozenset, followed: frozenset, operator: str, tokens) -> bool:
@@ -102,6 +115,8 @@ def _matches(form: Form, call: cst.Call, direct: frozenset, followed: frozenset,
 
 
 def _argument_is(call: cst.Call, form: Form) -> bool:
+    if any(arg.star for arg in call.args):  # `F.gelu(*args)`: whatever the caller passes
+        return False
     value = _argument(call, form.arg, form.position)
     if value is None:
         return ABSENT in form.values

@@ -77,18 +77,19 @@ def _first(occurrences: list, wanted) -> Optional[Occurrence]:
 
 
 def _setting(operation: str, shown: Occurrence, every: list) -> Setting:
-    others = [o for o in every if o.form.form != shown.form.form]
-    seen: dict = {}
-    for other in others:  # one mention per other form: where it first appears
-        seen.setdefault(other.form.form, other)
-    note = "; ".join(f"also {o.form.label} at {o.where}" for o in seen.values())
+    """The shown occurrence; the side's other forms, each where it first appears, as its note."""
+    others: dict = {}
+    for other in every:
+        if other.form.form != shown.form.form:
+            others.setdefault(other.form.form, other)
+    note = "; ".join(f"also {o.form.label} at {o.where}" for o in others.values())
     return Setting(operation, shown.form.label, shown.where, written=shown.form.label, note=note)
 
 
 def _mismatch(operation: str, left: Occurrence, on_left: list, right: Occurrence, on_right: list) -> Mismatch:
     entry = operations()[operation]
     left_setting, right_setting = _setting(operation, left, on_left), _setting(operation, right, on_right)
-    sides = (f"left {_place(left_setting)}, right {_place(right_setting)}")
+    sides = f"left {_place(left_setting)}, right {_place(right_setting)}"
     notes = [o.form.note for o in (left, right) if o.form.note]
     consequence = "; ".join([entry["consequence"], *dict.fromkeys(notes)]) + f" ({entry['source']})"
     message = (f"{operation} ({entry['what']}) is computed differently: {sides}. Numerics: {consequence}. "
