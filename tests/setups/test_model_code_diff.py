@@ -134,7 +134,8 @@ def test_rows_follow_the_lefts_source_order():
     ("F.gelu(x, approximate=mode)", "F.gelu(x)", None),  # not a literal: no form to compare
 ])
 def test_gelu_variants(tmp_path: Path, left_code: str, right_code: str, differs):
-    header = "import torch_npu\nimport torch.nn.functional as F\nfrom torch import nn\n\n\ndef act(x, mode):\n    return "
+    header = ("import torch_npu\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+              "def act(x, mode):\n    return ")
     left = write(tmp_path, "left.py", header + left_code + "\n")
     right = write(tmp_path, "right.py", header + right_code + "\n")
     if differs is None:

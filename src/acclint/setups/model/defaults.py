@@ -8,9 +8,8 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
-from acclint.linter.facts import Call
 from acclint.setups.diff import Mismatch
-from acclint.setups.model.read import ModelFile, ModelSide
+from acclint.setups.model.read import ModelSide
 from acclint.setups.model.sources import Rows, register
 from acclint.setups.record import Setting
 
