@@ -399,10 +399,11 @@ def _emit(text: str, output, color=None) -> None:
               help="pyproject.toml to read [tool.acclint.diff] from; default: the nearest pyproject.toml.")
 @click.option("--color/--no-color", default=None, help="Colour text output [default: when writing to a terminal].")
 def diff(left, right, fmt, output, ignore, config_path, color) -> None:
-    """Compare two training setups (launch scripts, Python scripts, configs or folders); LEFT is the reference."""
+    """Compare two training setups (launch scripts, Python scripts, configs or folders) and the model code
+    in them (fused vs composed ops); LEFT is the reference."""
     from acclint.reports import render_diff
     from acclint.reports.color import color_enabled
-    from acclint.setups import SetupError, diff_setups, extract
+    from acclint.setups import SetupError, diff_paths
 
     try:
         explicit = config_path is not None
@@ -410,18 +411,12 @@ def diff(left, right, fmt, output, ignore, config_path, color) -> None:
                              known_codes={rule.code for rule in _all_rules()})
     except ConfigError as exc:
         raise click.UsageError(str(exc))
-    try:
-        sides = [extract(str(left)), extract(str(right))]
+    try:  # a side with nothing to compare is an error, not a list of one-sided settings
+        result = diff_paths(str(left), str(right), ignore=[*config.diff_ignore, *_split(ignore)])
     except SetupError as exc:
-        click.echo(f"acclint diff: {exc}", err=True)
+        for line in str(exc).splitlines():
+            click.echo(f"acclint diff: {line}", err=True)
         sys.exit(2)
-    empty = [side for side in sides if not side.settings]
-    if empty:  # nothing to compare: say what could not be read, not a list of one-sided settings
-        for side in empty:
-            reasons = "; ".join(side.problems) or "no setting acclint recognises"
-            click.echo(f"acclint diff: no training settings found in {side.path} ({reasons})", err=True)
-        sys.exit(2)
-    result = diff_setups(*sides, ignore=[*config.diff_ignore, *_split(ignore)])
     use_color = color_enabled(color, to_terminal_stream=output is None and fmt == "text", isatty=sys.stdout.isatty)
     _emit(render_diff(result, fmt, color=use_color), output, color=use_color)
     sys.exit(1 if result.mismatches else 0)

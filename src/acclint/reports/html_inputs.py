@@ -64,18 +64,13 @@ def load_diff(left: Path, right: Path) -> dict:
         _readable("--diff", path)
     try:
         setups = importlib.import_module("acclint.setups")
-        extract, diff_setups, setup_error = setups.extract, setups.diff_setups, setups.SetupError
+        diff_paths, setup_error = setups.diff_paths, setups.SetupError
     except (ImportError, AttributeError):
         raise ReportInputError(DIFF_UNAVAILABLE) from None
-    try:
-        sides = [extract(str(left)), extract(str(right))]
+    try:  # as `acclint diff` does: a side with nothing to compare is an error, not a diff
+        return diff_dict(diff_paths(str(left), str(right)))
     except setup_error as exc:
         raise ReportInputError(f"--diff: {exc}") from None
-    for side in sides:
-        if not getattr(side, "settings", True):  # as `acclint diff` does: nothing read is an error, not a diff
-            reasons = "; ".join(getattr(side, "problems", [])) or "no setting acclint recognises"
-            raise ReportInputError(f"--diff: no training settings found in {side.path} ({reasons})")
-    return diff_dict(diff_setups(*sides))
 
 
 def load_comparison(left: Path, right: Path):
