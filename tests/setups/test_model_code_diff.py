@@ -69,7 +69,7 @@ def test_fused_swiglu_vs_composed_is_one_row_with_both_lines_and_the_consequence
     assert row.left.where == Where(str(left), line_of(left, "F.silu(a) * b"))
     assert row.right.where == Where(str(right), line_of(right, "npu_swiglu"))
     assert f"{left}:{row.left.where.line}" in row.message and f"{right}:{row.right.where.line}" in row.message
-    assert "seeds/001" in row.consequence and row.consequence in row.message
+    assert "guides.md#the-swiglu-case" in row.consequence and row.consequence in row.message
 
 
 def test_identical_model_files_report_nothing_and_exit_0(tmp_path: Path):
