@@ -161,3 +161,24 @@ def test_a_layer_reseeding_around_its_init_is_not_the_programs_seed(tmp_path):
             optimizer.step()
     """}, codes=("ACL104",))
     assert [f.rule for f in findings] == ["ACL104"]
+
+
+def test_building_a_component_from_a_config_is_not_an_open_call(tmp_path):
+    """`model = instantiate(cfg.model)` builds a part of the run, which does not seed or switch
+    determinism; the claim stays a warning. `importlib.import_module` alone only runs a module."""
+    findings = _scan(tmp_path, {"train.py": """
+        import importlib
+        import sys
+        import torch
+        from hydra.utils import instantiate
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            importlib.import_module("plugins")
+            model = instantiate(sys.argv[1]).to("cpu")
+            optimizer = instantiate(sys.argv[2], model.parameters())
+            model(torch.ones(2)).sum().backward()
+            optimizer.step()
+    """})
+    [finding] = [f for f in findings if f.rule == "ACL201"]
+    assert finding.severity == "warning" and "Not certain" not in finding.message

@@ -144,6 +144,7 @@ class _OpenCalls:
     def __init__(self, ctx: ProgramContext):
         graph = table("callgraph")
         self.builders = frozenset(graph["builders"])
+        self.components = tuple(graph["components"])
         self.model_methods = frozenset(graph["model_methods"])
         self.project = ctx.project
         self.built: set = set()  # (file, scope, name) holding an object a builder returned
@@ -160,9 +161,15 @@ class _OpenCalls:
 
     def _open(self, step: Step, call: Call) -> bool:
         head = call.callee.split(".", 1)[0]
-        if "." in call.callee and (step.file.abspath, call.scope, head) in self.built:
-            return True  # `runner.train()` on what `Runner.from_cfg(cfg)` built
+        if (step.file.abspath, call.scope, head) in self.built:
+            return True  # `runner.train()` on what `Runner.from_cfg(cfg)` built, `cls()` on what locate() gave
         if call.method in self.builders:
+            receiver = call.callee.rsplit(".", 1)[0] if "." in call.callee else ""
+            # `model = instantiate(cfg.model).to(device)`: the name is where the chain's result goes.
+            held = call.assigned_to or next((s.split(":", 1)[1] for s in reversed(call.sinks)
+                                             if s.startswith(("name:", "attr:"))), None)
+            if self._component(held) or self._component(receiver):
+                return False
             return self.project.local_target(step.file, call.callee, call.scope, {}) is None
         if call.callee != "?" or call.receiver is None:
             return False
@@ -172,6 +179,11 @@ class _OpenCalls:
         # `HANDLERS[name](...)`: open unless the dict's functions are known (a literal of references).
         return (bool(target.chain) and target.chain[-1] == "[]" and bool(target.base)
                 and not target.base.startswith("self.") and not _holds_references(step.file, target.base))
+
+
+    def _component(self, name: Optional[str]) -> bool:
+        text = (name or "").rsplit(".", 1)[-1].lower()
+        return any(hint in text for hint in self.components)
 
 
 def _holds_references(file, name: str) -> bool:
