@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from acclint.knowledge.api_differences import parse_version, selected_version
+from acclint.knowledge.api_differences import parse_version
 from acclint.findings import CATEGORIES, SEVERITIES, SEVERITY_RANK, Finding
 from acclint.linter.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIME_BUDGET, LimitError, Limits, parse_seconds, parse_size
 
@@ -60,8 +60,6 @@ class Config:
             preview=self.preview if preview is None else preview,
             max_file_size=self.max_file_size if max_file_size is None else _limit(parse_size, max_file_size,
                                                                                   "--max-file-size"),
-            # Resolved here, once per run, so the cache key and --show-settings see the version in force.
-            mindspore_version=selected_version(self.mindspore_version),
         )
 
     def limits(self) -> Limits:

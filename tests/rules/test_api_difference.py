@@ -103,3 +103,19 @@ def test_rule_page_lists_each_difference_with_both_defaults_and_page():
     assert "InstanceNorm2d.md" in text and "`affine=True` vs `affine=False`" in text
     assert "mindspore.ops.L2Normalize` / `torch.nn.functional.normalize`: formula" in text
     assert "(reported by its own ACL70x rule)" in text  # LayerNorm epsilon stays ACL701's
+
+
+def test_the_version_in_force_is_part_of_the_cache_key():
+    from acclint.knowledge.api_differences import installed_version
+    from acclint.linter.cache import settings_key
+
+    rules = [r for r in RULES if r.code == "ACL711"]
+    assert settings_key(rules, Config(mindspore_version="2.0")) != settings_key(rules, Config())
+    assert settings_key(rules, Config(mindspore_version=installed_version())) == settings_key(rules, Config())
+
+
+def test_a_formula_alone_is_info(tmp_path):
+    (tmp_path / "model.py").write_text("from mindspore import ops\nl2 = ops.L2Normalize(axis=1, epsilon=1e-12)\n")
+    rules = [r for r in RULES if r.code == "ACL711"]
+    result = scan([tmp_path], rules, Config(), jobs=1, cwd=tmp_path)
+    assert [(f.line, f.severity) for f in result.findings] == [(2, "info")]

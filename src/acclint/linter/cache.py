@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import acclint
+from acclint.knowledge.api_differences import selected_version
 from acclint.linter.analyze import FileOutcome
 from acclint.linter.atomic import write_atomic
 
@@ -54,6 +55,9 @@ def _sources_stamp() -> str:
 
 def settings_key(rules: list, config) -> str:
     relevant = {k: v for k, v in vars(config).items() if k not in ("fail_on", "source", "fix")}
+    # ACL711's rows follow the installed MindSpore when no version is configured: installing another
+    # release must not reuse findings made for the old one.
+    relevant["mindspore_version"] = selected_version(getattr(config, "mindspore_version", None))
     text = "\0".join([_sources_stamp(), ",".join(sorted(rule.code for rule in rules)), repr(sorted(relevant.items()))])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
