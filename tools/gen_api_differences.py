@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
+import importlib.metadata
 import re
 import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 PAGES = "docs/mindspore/source_en/note/api_mapping/pytorch_diff"
 KINDS_FILE = Path(__file__).with_name("api_difference_kinds.toml")
@@ -226,11 +229,12 @@ def classify(page: Page, kinds: dict) -> list[dict]:
     if torch.api.startswith(tuple(kinds["excluded_torch_prefixes"])):
         return []
     ignored = set(kinds["ignored_parameters"])
+    deprecated = set(kinds["deprecated_torch_defaults"])
     found = []
     for ms in page.mindspore:
         base = {"mindspore": ms.api, "torch": torch.api, "page": page.name}
         for t, m, text in _pairs(page, torch, ms, kinds):
-            if t in ignored or m in ignored:
+            if t in ignored or m in ignored or f"{torch.api}:{t}" in deprecated:
                 continue
             t_default = torch.defaults.get(t, "") if t != "-" else ""
             m_default = ms.defaults.get(m, "") if m != "-" else ""
@@ -314,25 +318,30 @@ def _has_pages(gitdir: Path, branch: str) -> bool:
 _KEY = ("mindspore", "mindspore_parameter", "torch", "torch_parameter", "kind", "mindspore_default", "torch_default")
 
 
-def build(gitdir: Path, kinds: dict) -> dict:
+def build(gitdir: Path, kinds: dict, torch_default=None) -> dict:
     """{"branches": [...], "pages": {branch: count}, "documented": {branch: [pages with differences]},
-    "difference": [rows with since/until]}."""
+    "difference": [rows with since/until]}. `torch_default(api, parameter)`: the installed torch's
+    default, checked against the pages' PyTorch signatures (installed_torch_default by default)."""
     branches = release_branches(gitdir, kinds["branch_pattern"])
-    rows: dict[tuple, dict] = {}
+    found: list[tuple[str, dict]] = []
     present: dict[str, set[str]] = {}
-    pages, documented = {}, {}
+    pages = {}
     for branch in branches:
         texts = read_branch(gitdir, branch)
         present[branch] = set(texts)
         pages[branch] = len(texts)
-        with_rows = set()
         for name, text in sorted(texts.items()):
-            for row in classify(parse_page(name, text), kinds):
-                key = tuple(str(row.get(k, "")) for k in _KEY)
-                entry = rows.setdefault(key, dict(row, since=branch, seen=[]))
-                entry["seen"].append(branch)
-                with_rows.add(name)
-        documented[branch] = sorted(with_rows)
+            found += [(branch, row) for row in classify(parse_page(name, text), kinds)]
+    lookup = functools.lru_cache(maxsize=None)(torch_default or installed_torch_default)
+    rows: dict[tuple, dict] = {}
+    for branch, row in found:
+        kept = check_torch_side(row, lookup)
+        if kept is None:
+            continue
+        key = tuple(str(kept.get(k, "")) for k in _KEY)
+        entry = rows.setdefault(key, dict(kept, since=branch, seen=[]))
+        entry["seen"].append(branch)
+    documented = {b: sorted({e["page"] for e in rows.values() if b in e["seen"]}) for b in branches}
     table = []
     for entry in rows.values():
         seen = entry.pop("seen")
@@ -345,6 +354,35 @@ def build(gitdir: Path, kinds: dict) -> dict:
         table.append(entry)
     table.sort(key=lambda r: (r["mindspore"], r["mindspore_parameter"], r["kind"], _version(r["since"])))
     return {"branches": branches, "pages": pages, "documented": documented, "difference": table}
+
+
+def installed_torch_default(api: str, parameter: str):
+    """The installed torch's default of `parameter` as source text, or None when torch, the API or
+    the parameter cannot be found (then the page's signature stands)."""
+    import importlib
+    import inspect
+
+    module, _, name = api.rpartition(".")
+    try:
+        target = getattr(importlib.import_module(module), name)
+        found = inspect.signature(target).parameters.get(parameter)
+    except (ImportError, AttributeError, ValueError, TypeError):
+        return None
+    if found is None or found.default is inspect.Parameter.empty:
+        return None
+    return repr(found.default)
+
+
+def check_torch_side(row: dict, torch_default=installed_torch_default) -> Optional[dict]:
+    """Pages quote the PyTorch signature of their day, now and then with a typo ('zero' for 'zeros'):
+    where the installed torch knows the parameter, its default replaces the page's, and a
+    default-value row whose two defaults then agree is dropped (None)."""
+    if row["kind"] != "default-value" or not row["torch_parameter"]:
+        return row
+    real = torch_default(row["torch"], row["torch_parameter"])
+    if real is None:
+        return row
+    return dict(row, torch_default=real) if _differ(real, row["mindspore_default"]) else None
 
 
 def _consequence(row: dict) -> str:
@@ -386,6 +424,13 @@ def render(data: dict, source: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _torch_version() -> str:
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed: the pages' signatures stand)"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("gitdir", type=Path, help="a git directory of mindspore-ai/docs (bare is fine)")
@@ -403,6 +448,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 1
     heads = ", ".join(f"{b}@{_git(args.gitdir, 'rev-parse', '--short=10', b).strip()}" for b in data["branches"])
+    heads += f"; PyTorch defaults checked against torch {_torch_version()}"
     args.output.write_text(render(data, heads))
     print(f"{len(data['difference'])} differences from {sum(data['pages'].values())} pages on "
           f"{len(data['branches'])} branches -> {args.output}")

@@ -197,3 +197,34 @@ def test_no_release_branch_or_no_repository_is_a_clear_error(tmp_path: Path, cap
     subprocess.run(["git", "-C", str(empty), "init", "-q"], check=True)
     assert gen.main([str(empty), "-o", str(tmp_path / "x.toml")]) == 1
     assert "no release branch" in capsys.readouterr().err
+
+
+GRID = page("torch.nn.functional.grid_sample",
+            "torch.nn.functional.grid_sample(input, grid, mode='bilinear', padding_mode='zero', align_corners=None)",
+            "mindspore.ops.grid_sample",
+            "mindspore.ops.grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_corners=False)", """\
+    | Parameters | Parameter 1 | padding_mode | padding_mode | Same |
+    """)
+PAD = page("torch.nn.functional.pad", "torch.nn.functional.pad(input, pad, mode='constant', value=0)",
+           "mindspore.ops.pad", "mindspore.ops.pad(input_x, padding, mode='constant', value=None)", """\
+    | Parameters | Parameter 1 | value | value | Consistent: the default value is 0 when None is given |
+    """)
+SOFTMAX = page("torch.nn.Softmax", "class torch.nn.Softmax(dim=None)", "mindspore.nn.Softmax",
+               "class mindspore.nn.Softmax(axis=-1)", """\
+    | Parameters | Parameter 1 | dim | axis | Other name, different default values |
+    """)
+
+
+def test_installed_torch_corrects_the_pages_pytorch_signature():
+    (row,) = parsed(GRID)  # the page misspells PyTorch's default as 'zero'
+    assert row["torch_default"] == "'zero'"
+    assert gen.check_torch_side(row) is None  # torch 2.13 says 'zeros': no difference
+    slope = parsed(SLOPE)[0]
+    assert gen.check_torch_side(slope)["torch_default"] == "0.01"
+    unknown = dict(slope, torch="torch.nn.NoSuchModule")
+    assert gen.check_torch_side(unknown) == unknown  # not in torch: the page stands
+
+
+def test_none_meaning_the_same_value_and_deprecated_defaults_are_not_differences():
+    assert parsed(PAD) == []  # the row says None means 0, PyTorch's default
+    assert parsed(SOFTMAX) == []  # PyTorch deprecates leaving `dim` out: nothing to match

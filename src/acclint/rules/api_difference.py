@@ -44,6 +44,13 @@ def _by_api(version: Optional[str]) -> dict:
     return found
 
 
+def _settled(call: Call, parameter: str) -> bool:
+    """Another argument shows the author chose MindSpore's behaviour for `parameter`."""
+    settled = table("framework_defaults").get("api_difference_settled", {}).get(parameter, {})
+    return any((arg := call.arg(keyword)) is not None and arg.value.literal == value
+               for keyword, value in settled.items())
+
+
 def _number(text: str):
     try:
         value = float(text)
@@ -58,7 +65,7 @@ def _applies(call: Call, row: ApiDifference) -> Optional[str]:
         return "uses another formula"
     arg = call.arg(row.mindspore_parameter, row.mindspore_position)
     if row.kind in ("default-value", "init"):
-        if arg is not None or any(a.star for a in call.args):
+        if arg is not None or any(a.star for a in call.args) or _settled(call, row.mindspore_parameter):
             return None
         return f"leaves `{row.mindspore_parameter}` at its default"
     if row.kind == "parameter-meaning" and arg is not None:
@@ -123,6 +130,7 @@ class ApiDiffersFromPytorch(Rule):
                 self.act = nn.LeakyReLU(alpha=0.01)
                 self.norm = nn.InstanceNorm2d(64, affine=False)
                 self.pool = nn.MaxPool2d(kernel_size=2, stride=2)
+                self.same = nn.AvgPool2d(kernel_size=3, pad_mode="same")
                 self.bn = nn.SyncBatchNorm(64, momentum=0.9)
                 self.mint_act = mint.nn.LeakyReLU()
                 self.mint_norm = mint.nn.functional.normalize
