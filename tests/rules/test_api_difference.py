@@ -119,3 +119,15 @@ def test_a_formula_alone_is_info(tmp_path):
     rules = [r for r in RULES if r.code == "ACL711"]
     result = scan([tmp_path], rules, Config(), jobs=1, cwd=tmp_path)
     assert [(f.line, f.severity) for f in result.findings] == [(2, "info")]
+
+
+def test_apis_reached_through_their_defining_module(tmp_path):
+    found = findings(tmp_path, """
+        from mindspore.ops import operations as P
+        from mindspore.nn.layer.activation import LeakyReLU
+        from mindspore.nn import extend
+        l2 = P.L2Normalize(axis=1, epsilon=1e-12)
+        act = LeakyReLU()
+        other = extend.LeakyReLU()
+    """)
+    assert [(code, line) for code, line, _ in found] == [("ACL711", 5), ("ACL711", 6)]

@@ -18,7 +18,7 @@ from acclint.knowledge.api_differences import ApiDifference, load, selected_vers
 from acclint.linter.context import FileContext
 from acclint.linter.facts import Call
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.flow import calls_named
+from acclint.rules.flow import calls_with_method
 
 # Kinds a MindSpore call can show; "missing-parameter" is visible only in the PyTorch code (a diff).
 STATIC_KINDS = ("default-value", "parameter-meaning", "init", "formula", "unit")
@@ -42,6 +42,25 @@ def _by_api(version: Optional[str]) -> dict:
         if row.kind in STATIC_KINDS and (row.mindspore, row.mindspore_parameter) not in _covered():
             found.setdefault(row.mindspore, []).append(row)
     return found
+
+
+@lru_cache(maxsize=None)
+def _by_last_name(version: Optional[str]) -> dict:
+    found: dict[str, list[str]] = {}
+    for api in _by_api(version):
+        found.setdefault(api.rsplit(".", 1)[1], []).append(api)
+    return found
+
+
+def _same_api(name: str, api: str) -> bool:
+    """`name` (a call's qualified name) is `api` as documented, or the same class or function reached
+    through its defining module (`mindspore.ops.operations.L2Normalize`, `mindspore.nn.layer.activation.
+    LeakyReLU`). The PyTorch-compatible namespaces (`mint`, `extend`) are other APIs."""
+    if name == api:
+        return True
+    package, _, last = api.rpartition(".")
+    return (name.startswith(package + ".") and name.endswith("." + last)
+            and not any(part in ("mint", "extend") for part in name.split(".")))
 
 
 def _settled(call: Call, parameter: str) -> bool:
@@ -104,8 +123,12 @@ class ApiDiffersFromPytorch(Rule):
 
     def check_file(self, ctx: FileContext) -> None:
         by_api = _by_api(self.mindspore_version)
-        for call in calls_named(ctx.facts, frozenset(by_api)):
-            rows = next(by_api[name] for name in sorted(call.names) if name in by_api)
+        by_last = _by_last_name(self.mindspore_version)
+        for call in calls_with_method(ctx.facts, frozenset(by_last)):
+            rows = next((by_api[api] for name in sorted(call.names) for api in by_last.get(call.method, ())
+                         if _same_api(name, api)), None)
+            if rows is None:
+                continue
             hits = [(row, why) for row in rows if (why := _applies(call, row))]
             if not hits:
                 continue
