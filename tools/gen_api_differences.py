@@ -242,6 +242,8 @@ def classify(page: Page, kinds: dict) -> list[dict]:
                        mindspore_default=m_default, torch_default=t_default)
             if m != "-" and m in ms.params:
                 row["mindspore_position"] = ms.params.index(m)
+            if t != "-" and t in torch.params:  # where a positional argument of the PyTorch call lands
+                row["torch_position"] = torch.params.index(t)
             if t != "-" and m != "-":
                 if _has(text, kinds["kinds"]["meaning"]):
                     found.append(dict(row, kind="parameter-meaning", relation="one minus the value"))
@@ -406,6 +408,7 @@ def _toml_value(value) -> str:
 
 
 _FIELDS = ("mindspore", "torch", "page", "kind", "mindspore_parameter", "torch_parameter", "mindspore_position",
+           "torch_position",
            "mindspore_default", "torch_default", "relation", "since", "until", "consequence")
 
 

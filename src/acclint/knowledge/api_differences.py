@@ -29,6 +29,7 @@ class ApiDifference:
     mindspore_parameter: str = ""
     torch_parameter: str = ""
     mindspore_position: Optional[int] = None  # index among the MindSpore call's parameters
+    torch_position: Optional[int] = None  # index among the PyTorch call's parameters
     mindspore_default: str = ""  # source text of the default, as the page's signature writes it
     torch_default: str = ""
     relation: str = ""  # parameter-meaning: how the two values relate
@@ -110,3 +111,23 @@ def load(version: Optional[str] = None) -> list[ApiDifference]:
 def all_rows() -> list[ApiDifference]:
     """Every row of every branch (for documentation and tests)."""
     return list(_rows())
+
+
+def same_api(name: str, api: str) -> bool:
+    """`name` (a call's qualified name) is `api` as documented, or the same class or function reached
+    through its defining module (`mindspore.ops.operations.L2Normalize`, `mindspore.nn.layer.activation.
+    LeakyReLU`). The PyTorch-compatible namespaces (`mint`, `extend`) are other APIs."""
+    if name == api:
+        return True
+    package, _, last = api.rpartition(".")
+    return (name.startswith(package + ".") and name.endswith("." + last)
+            and not any(part in ("mint", "extend") for part in name.split(".")))
+
+
+def number(text) -> Optional[float]:
+    """A default or literal as a float (`"1e-5"`, 0.2), else None."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value

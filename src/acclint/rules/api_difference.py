@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
-from acclint.knowledge.api_differences import ApiDifference, load, selected_version
+from acclint.knowledge.api_differences import ApiDifference, load, number, same_api, selected_version
 from acclint.linter.context import FileContext
 from acclint.linter.facts import Call
 from acclint.linter.rulebase import Example, Rule, RuleDoc
@@ -52,30 +52,11 @@ def _by_last_name(version: Optional[str]) -> dict:
     return found
 
 
-def _same_api(name: str, api: str) -> bool:
-    """`name` (a call's qualified name) is `api` as documented, or the same class or function reached
-    through its defining module (`mindspore.ops.operations.L2Normalize`, `mindspore.nn.layer.activation.
-    LeakyReLU`). The PyTorch-compatible namespaces (`mint`, `extend`) are other APIs."""
-    if name == api:
-        return True
-    package, _, last = api.rpartition(".")
-    return (name.startswith(package + ".") and name.endswith("." + last)
-            and not any(part in ("mint", "extend") for part in name.split(".")))
-
-
 def _settled(call: Call, parameter: str) -> bool:
     """Another argument shows the author chose MindSpore's behaviour for `parameter`."""
     settled = table("framework_defaults").get("api_difference_settled", {}).get(parameter, {})
     return any((arg := call.arg(keyword)) is not None and arg.value.literal == value
                for keyword, value in settled.items())
-
-
-def _number(text: str):
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value
 
 
 def _applies(call: Call, row: ApiDifference) -> Optional[str]:
@@ -88,7 +69,7 @@ def _applies(call: Call, row: ApiDifference) -> Optional[str]:
             return None
         return f"leaves `{row.mindspore_parameter}` at its default"
     if row.kind == "parameter-meaning" and arg is not None:
-        value, ms, torch = arg.value.literal, _number(row.mindspore_default), _number(row.torch_default)
+        value, ms, torch = arg.value.literal, number(row.mindspore_default), number(row.torch_default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or ms is None or torch is None:
             return None
         if abs(value - torch) < abs(value - ms):  # nearer PyTorch's convention than MindSpore's
@@ -126,7 +107,7 @@ class ApiDiffersFromPytorch(Rule):
         by_last = _by_last_name(self.mindspore_version)
         for call in calls_with_method(ctx.facts, frozenset(by_last)):
             rows = next((by_api[api] for name in sorted(call.names) for api in by_last.get(call.method, ())
-                         if _same_api(name, api)), None)
+                         if same_api(name, api)), None)
             if rows is None:
                 continue
             hits = [(row, why) for row in rows if (why := _applies(call, row))]
