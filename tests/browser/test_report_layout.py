@@ -75,6 +75,7 @@ def test_search_and_keys_reach_folded_findings(open_page, report):
     shown = page.locator("article.finding:not([hidden])")
     assert shown.count() > 0 and all(card.is_visible() for card in shown.all())
     page.click("#clear")
+    assert page.locator("details.more[open]").count() == 0  # folded again once the filter is gone
     last = page.locator("article.finding").count()
     for _ in range(last):
         page.keyboard.press("j")

@@ -118,8 +118,12 @@
       var n = perFold[i];
       if (el.hidden !== (n === 0)) el.hidden = n === 0;
       foldCounts[i].textContent = filtered && n ? "(" + n + " shown)" : "";
-      // A search or a file asks for those findings: show them rather than a closed fold.
-      if ((s.q || s.file) && n && !el.open) el.open = true;
+      // A search or a file asks for those findings: show them rather than a closed fold, and fold
+      // them again once the filter is gone (thousands of open cards would make every filter slow).
+      if ((s.q || s.file) && n && !el.open) { el.open = true; el.setAttribute("data-opened-by", "filter"); }
+      else if (!(s.q || s.file) && el.getAttribute("data-opened-by") === "filter") {
+        el.open = false; el.removeAttribute("data-opened-by");
+      }
     });
     items.forEach(function (section, i) {
       var any = section.classList.contains("empty") ? !filtered : perSection[i] > 0;
@@ -144,6 +148,7 @@
       var el = records[index].el;
       var fold = el.closest("details");
       if (fold && !fold.open) fold.open = true;
+      if (fold) fold.removeAttribute("data-opened-by");  // the reader is in it now: it stays open
       el.classList.add("current");
       el.setAttribute("tabindex", "-1");
       el.focus({ preventScroll: true });
