@@ -54,7 +54,7 @@ def browser():
 @pytest.fixture(scope="session")
 def report(tmp_path_factory):
     """One report with every section: the bundled examples (plus copies of one recipe and an
-    unreadable file), a setup diff in DESIGN.md's shape, and two real torch fingerprints whose
+    unreadable file), a setup diff in the shape of docs/formats.md, and two real torch fingerprints whose
     LayerNorm eps differs."""
     rules = all_rules()
     root = tmp_path_factory.mktemp("browser")
