@@ -1,6 +1,7 @@
 """The HTML report in a real headless Chromium: what a migration lead sees and can do.
 
-The report (conftest.py) covers every section. The page is opened from file:// as a user opens it. Set ACCLINT_SCREENSHOT=docs/report.png to refresh the
+The report (conftest.py) covers every section. The page is opened from file:// as a user opens
+it. Set ACCLINT_SCREENSHOT=docs/report.png to refresh the
 README's screenshot from this suite's browser.
 """
 
