@@ -149,6 +149,14 @@ def _config_reads(file: FileFacts) -> list:
     return out
 
 
+def _declared_config(file: FileFacts, owner: str) -> Optional[str]:
+    """The annotation of the config parameter of `owner.__init__`, as written (None: none declared)."""
+    init = file.functions.get(f"{owner}.__init__")
+    params = config_params(init) if init is not None else ()
+    annotation = init.annotations.get(params[0]) if params else None
+    return (annotation.dotted or repr(annotation.literal)) if annotation is not None else None
+
+
 def _where(file: FileFacts, node: int) -> str:
     return f"{file.path}:{file.spans[node].line}" if 0 <= node < len(file.spans) else file.path
 
@@ -211,7 +219,11 @@ class _Module:
 
     def _read(self, param: str, names) -> Optional[Evidence]:
         """An epsilon this file reads from a config, in this class first; its value from the config class."""
-        reads = [r for r in cached(self.file, "config-eps-reads", _config_reads) if r[2] in names]
+        # A class that declares another config class reads another config (an audio encoder's beside a
+        # text model's): only classes declaring the same one, or none alike, speak for this one's config.
+        declared = _declared_config(self.file, self.cls.qualname)
+        reads = [r for r in cached(self.file, "config-eps-reads", _config_reads)
+                 if r[2] in names and _declared_config(self.file, r[0]) == declared]
         reads.sort(key=lambda r: r[0] != self.cls.qualname)
         if not reads:
             return None
@@ -273,6 +285,12 @@ class NormEpsilonNotFromConfig(Rule):
     invalid = (
         Example.script("""
             from torch import nn
+
+
+            class TextConfig:
+                def __init__(self, hidden_size=768, layer_norm_eps=1e-12):
+                    self.hidden_size = hidden_size
+                    self.layer_norm_eps = layer_norm_eps
 
 
             class Embeddings(nn.Module):
@@ -390,17 +408,21 @@ class NormEpsilonNotFromConfig(Rule):
         at = f" at {evidence.where}" if evidence.where else ""
         if evidence.own:  # a parameter: what matters is that no value passed for it reaches the layer
             stated = f" (default {_shown(value)})" if known else ""
-            same, consequence = False, "a value passed for it never reaches this layer"
+            hint, consequence = False, "a value passed for it never reaches this layer"
+        elif not known:  # a config class outside the project (transformers'), or a value computed
+            stated = ""
+            hint, consequence = True, (f"wherever the config's value is not {_shown(norm.default)}, this layer "
+                                       "normalises with another epsilon than the rest of the model")
         else:
-            stated = f" = {_shown(value)}" if known else ""
-            same = known and number(norm.default) and abs(value - norm.default) <= 1e-9 * abs(value)
+            stated = f" = {_shown(value)}"
+            hint = number(norm.default) and abs(value - norm.default) <= 1e-9 * abs(value)  # equal values
             consequence = ("equal today, but a config that sets another value (a checkpoint's config.json) is "
-                           "ignored by this layer" if same else "this layer normalises with another epsilon than "
+                           "ignored by this layer" if hint else "this layer normalises with another epsilon than "
                            "the model's")
         ctx.report(self, file, call.node,
                    f"`{call.callee}(...)` takes its default {default}, while the model's epsilon is "
                    f"{evidence.what}{stated}{at}: {consequence}.",
-                   fix=f"pass {norm.keyword}={evidence.expression}", severity="info" if same else None,
+                   fix=f"pass {norm.keyword}={evidence.expression}", severity="info" if hint else None,
                    autofix=unsafe_fix(f"pass {norm.keyword}={evidence.expression}",
                                       SetArgument(keyword=norm.keyword, code=evidence.expression)))
 

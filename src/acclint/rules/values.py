@@ -170,3 +170,42 @@ def config_attribute(project, file: FileFacts, function: FunctionDef, param: str
              if (origin := class_attribute(project, owner_file, cls, attribute)) is not None]
     values = {repr(origin.value) for origin in found}
     return found[0] if len(values) == 1 else None
+
+
+def value_origin(project, file: FileFacts, scope: str, order: int, value: Value) -> Optional[Origin]:
+    """Where a non-literal argument's value comes from: a bare name (parameter default, constant), or an
+    attribute of a config the enclosing function receives (`config.hidden_dropout_prob`,
+    `self.config.hidden_dropout_prob`), through the config class."""
+    parts = (value.dotted or "").split(".")
+    if not parts[0]:
+        return None
+    if len(parts) == 1:
+        return name_origin(file, scope, parts[0], order)
+    if parts[0] == "self" and len(parts) == 3:
+        parts = parts[1:]  # `self.config.x`: the config __init__ stored, read through its parameter
+    function = enclosing_function(file, scope)
+    if len(parts) != 2 or not is_config_param(parts[0]) or function is None:
+        return None
+    init = function if parts[0] in function.params else file.functions.get(f"{function.owner}.__init__")
+    if init is None or parts[0] not in init.params:
+        return None
+    return config_attribute(project, file, init, parts[0], parts[1])
+
+
+def passed_by_a_caller(project, program, file: FileFacts, function: FunctionDef, param: str) -> bool:
+    """Whether a call in `program` to `function` (or to its class, for `__init__`) passes `param`,
+    by keyword, by position or through `*args`/`**kwargs`: then its default is not what runs."""
+    method = function.owner is not None
+    target_name = function.owner if function.qualname.endswith(".__init__") else function.qualname
+    last = target_name.rsplit(".", 1)[-1]
+    position = function.params.index(param) - (1 if method else 0)
+    for step in program.calls():
+        call = step.fact
+        if call.method != last and call.callee.rsplit(".", 1)[-1] != last:
+            continue
+        target = project.local_target(step.file, call.callee, call.scope, {})
+        if target is None or target[0] is not file or target[1].qualname != target_name:
+            continue
+        if call.arg(param, position) is not None or any(a.star for a in call.args):
+            return True
+    return False
