@@ -265,7 +265,7 @@ class NormEpsilonNotFromConfig(Rule):
         "reads one from a config, or a config class of the file or of its imported modules defines one), or "
         "whose `__init__` takes such an epsilon itself. The message gives both values: the config's and the "
         "layer's default (framework-specific: MindSpore's `nn.LayerNorm` defaults to 1e-7, PyTorch's to 1e-5, "
-        "`npu_rms_norm` to 1e-6, `nn.RMSNorm` to the dtype's machine epsilon).",
+        "`npu_rms_norm` to 1e-6, `nn.RMSNorm` to float32's machine epsilon, 1.2e-7).",
         why="One norm of the model then normalises with another epsilon than the rest, and than the "
         "checkpoint's config says (BERT's 1e-12 against LayerNorm's 1e-5, Llama's 1e-6 or 1e-5 against "
         "`npu_rms_norm`'s 1e-6 or MindSpore's 1e-7). Rows with a small variance come out different, and so "
