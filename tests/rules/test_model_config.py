@@ -272,3 +272,47 @@ def test_dropout_default_reported_when_no_caller_passes_it(tmp_path):
     found = _scan(tmp_path, {"train.py": source}, rule=DROPOUT)
     assert set(found) == {("train.py", 17)}
     assert "p=0.3" in found[("train.py", 17)].message and "Head.__init__" in found[("train.py", 17)].message
+
+
+def test_a_config_declared_outside_the_project_is_not_another_local_config(tmp_path):
+    # AudioConfig comes from an installed package: the local TextConfig's epsilon is not its epsilon.
+    model = """
+        from dataclasses import dataclass
+
+        from torch import nn
+        from transformers import AudioConfig
+
+
+        @dataclass
+        class TextConfig:
+            rms_norm_eps: float = 1e-6
+
+
+        class AudioLayer(nn.Module):
+            def __init__(self, config: AudioConfig):
+                super().__init__()
+                self.norm = nn.LayerNorm(config.d_model)
+    """
+    assert _scan(tmp_path, {"modeling.py": model}) == {}
+
+
+def test_functional_layer_norm_in_a_norm_class_forward(tmp_path):
+    model = """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class TinyLayerNorm(nn.Module):
+            def __init__(self, hidden, eps=1e-12):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(hidden))
+                self.bias = nn.Parameter(torch.zeros(hidden))
+                self.variance_epsilon = eps
+
+            def forward(self, x):
+                return F.layer_norm(x, self.weight.shape, self.weight, self.bias)
+    """
+    found = _scan(tmp_path, {"norm.py": model})
+    assert set(found) == {("norm.py", 15)}
+    assert found[("norm.py", 15)].fix == "pass eps=self.variance_epsilon"

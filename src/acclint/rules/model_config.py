@@ -228,7 +228,8 @@ class _Module:
         if not reads:
             return None
         _, path, attribute, node = reads[0]
-        origin = config_attribute(self.project, self.file, self.init, param, attribute)
+        # A sub-config's attribute (`config.text_config.rms_norm_eps`) is not the top config class's.
+        origin = config_attribute(self.project, self.file, self.init, param, attribute) if path == attribute else None
         value = origin.value if origin is not None else NOT_LITERAL
         defined = f"; {origin.what} = {_shown(value)} at {origin.where}" if origin is not None and number(value) else ""
         return Evidence(f"`{param}.{path}` (read at {_where(self.file, node)}{defined})", value, None,

@@ -162,10 +162,13 @@ def _imported_classes(project, file: FileFacts) -> Iterator[tuple]:
 
 def config_attribute(project, file: FileFacts, function: FunctionDef, param: str, attribute: str) -> Optional[Origin]:
     """`param.attribute` inside `function`: the attribute as the declared config class defines it; without a
-    declaration, as the one value config classes of this file and its imported modules agree on."""
+    declaration, as the one value config classes of this file and its imported modules agree on. A declared
+    class outside the project leaves it unknown (another config class of the file is not that one)."""
     declared = declared_config_class(project, file, function, param)
     if declared is not None:
         return class_attribute(project, *declared, attribute)
+    if param in function.annotations:
+        return None  # declared, but outside the project (an installed package's config): unknown
     found = [origin for owner_file, cls in config_classes(project, file)
              if (origin := class_attribute(project, owner_file, cls, attribute)) is not None]
     values = {repr(origin.value) for origin in found}
