@@ -316,3 +316,22 @@ def test_functional_layer_norm_in_a_norm_class_forward(tmp_path):
     found = _scan(tmp_path, {"norm.py": model})
     assert set(found) == {("norm.py", 15)}
     assert found[("norm.py", 15)].fix == "pass eps=self.variance_epsilon"
+
+
+def test_a_config_under_another_name_is_another_config(tmp_path):
+    model = """
+        from torch import nn
+
+
+        class Quantizer(nn.Module):
+            def __init__(self, quantizer_config):
+                super().__init__()
+                self.norm = nn.LayerNorm(quantizer_config.dim)
+
+
+        class DecoderLayer(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.norm = nn.LayerNorm(config.hidden_size, eps=config.rms_norm_eps)
+    """
+    assert _scan(tmp_path, {"modeling.py": model}) == {}

@@ -1013,6 +1013,8 @@ class DropoutInParityRun(ProgramRule):
                                fix="use p=0.0 for the alignment run",
                                autofix=unsafe_fix("set p=0.0", SetArgument(keyword="p", position=0, code="0.0")))
                 continue
+            if p.keyword is None and "mindspore.nn.Dropout" in step.fact.names:
+                continue  # positionally that is keep_prob, not a drop probability (ACL704)
             origin = self._origin(ctx, step, p.value)
             if origin is not None and number(origin.value) and origin.value > 0:
                 ctx.report(self, step.file, step.fact.node,

@@ -134,7 +134,7 @@ def _calls_by_class(file: FileFacts) -> dict:
 
 
 def _config_reads(file: FileFacts) -> list:
-    """(owner class, path below the config, attribute, node) for each read of a norm epsilon from a
+    """(owner class, config name, path below the config, attribute, node) for each read of a norm epsilon from a
     config in this file (`config.rms_norm_eps`, `self.config.text_config.layer_norm_eps`)."""
     names = set(_eps_names()["layer"]) | set(_eps_names()["batch"])
     values = [(call.scope, arg.value, call.node) for call in file.calls for arg in call.args]
@@ -145,7 +145,7 @@ def _config_reads(file: FileFacts) -> list:
         if parts[0] == "self":
             parts = parts[1:]
         if len(parts) >= 2 and parts[-1] in names and is_config_param(parts[0]):
-            out.append((_owner(scope), ".".join(parts[1:]), parts[-1], node))
+            out.append((_owner(scope), parts[0], ".".join(parts[1:]), parts[-1], node))
     return out
 
 
@@ -219,15 +219,16 @@ class _Module:
 
     def _read(self, param: str, names) -> Optional[Evidence]:
         """An epsilon this file reads from a config, in this class first; its value from the config class."""
-        # A class that declares another config class reads another config (an audio encoder's beside a
-        # text model's): only classes declaring the same one, or none alike, speak for this one's config.
+        # A class that declares another config class, or names its config otherwise (`quantizer_config`),
+        # reads another config (an audio encoder's beside a text model's): only reads through the same name
+        # in classes declaring the same class, or none alike, speak for this one's config.
         declared = _declared_config(self.file, self.cls.qualname)
         reads = [r for r in cached(self.file, "config-eps-reads", _config_reads)
-                 if r[2] in names and _declared_config(self.file, r[0]) == declared]
+                 if r[3] in names and r[1] == param and _declared_config(self.file, r[0]) == declared]
         reads.sort(key=lambda r: r[0] != self.cls.qualname)
         if not reads:
             return None
-        _, path, attribute, node = reads[0]
+        _, _, path, attribute, node = reads[0]
         # A sub-config's attribute (`config.text_config.rms_norm_eps`) is not the top config class's.
         origin = config_attribute(self.project, self.file, self.init, param, attribute) if path == attribute else None
         value = origin.value if origin is not None else NOT_LITERAL
