@@ -335,3 +335,28 @@ def test_a_config_under_another_name_is_another_config(tmp_path):
                 self.norm = nn.LayerNorm(config.hidden_size, eps=config.rms_norm_eps)
     """
     assert _scan(tmp_path, {"modeling.py": model}) == {}
+
+
+def test_functional_norms_outside_a_norm_class_are_operations_of_their_own(tmp_path):
+    # Normalising regression targets with F.layer_norm is no model layer that cfg.norm_eps is meant for.
+    model = """
+        from dataclasses import dataclass
+
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        @dataclass
+        class StudentConfig:
+            norm_eps: float = 1e-6
+
+
+        class Student(nn.Module):
+            def __init__(self, cfg: StudentConfig):
+                super().__init__()
+                self.norm = nn.LayerNorm(8, eps=cfg.norm_eps)
+
+            def targets(self, y):
+                return F.layer_norm(y, y.shape[-1:])
+    """
+    assert _scan(tmp_path, {"model.py": model}) == {}

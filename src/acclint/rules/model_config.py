@@ -35,6 +35,7 @@ class Norm:
     keyword: str
     position: Optional[int]
     default: Any  # a number, or text when the default depends on the input
+    functional: bool = False  # a function: judged only in a norm class's own code
 
     def given(self, call: Call) -> bool:
         return call.arg(self.keyword, self.position) is not None or any(a.star for a in call.args)
@@ -68,7 +69,8 @@ def library_norms() -> dict:
             shared = table("framework_defaults")[entry["framework_default"]]
             entry = {**shared, **entry, "default": stated_default(shared)}
         for api in entry["apis"]:
-            out[api] = Norm(api, entry["kind"], entry["keyword"], entry.get("position"), entry["default"])
+            out[api] = Norm(api, entry["kind"], entry["keyword"], entry.get("position"), entry["default"],
+                            entry.get("functional", False))
     return out
 
 
@@ -117,6 +119,10 @@ def norm_of(project, file: FileFacts, call: Call) -> Optional[Norm]:
         if name in norms:
             return norms[name]
     return local_norm(project, file, call)
+
+
+def _is_norm_class(qualname: str) -> bool:
+    return qualname.endswith(tuple(_eps_names()["class_suffixes"]))
 
 
 def _owner(scope: str) -> str:
@@ -191,7 +197,7 @@ class _Module:
     def _plain_counts(self, param: str) -> bool:
         """A plain `eps` is the model's norm epsilon in a norm class itself, or when another norm of the
         class is given it."""
-        if self.cls.qualname.endswith(tuple(_eps_names()["class_suffixes"])):
+        if _is_norm_class(self.cls.qualname):
             return True
         carriers = {param, self.stored.get(param)}
         for other in self.calls:
@@ -392,7 +398,9 @@ class NormEpsilonNotFromConfig(Rule):
             return
         project = ctx.project
         for owner, calls in cached(file, "calls-by-class", _calls_by_class).items():
-            candidates = [(c, n) for c in calls if (n := norm_of(project, file, c)) is not None and not n.given(c)]
+            norm_class = _is_norm_class(owner)
+            candidates = [(c, n) for c in calls if (n := norm_of(project, file, c)) is not None
+                          and not n.given(c) and (norm_class or not n.functional)]
             init = file.functions.get(f"{owner}.__init__")
             if not candidates or init is None:
                 continue
