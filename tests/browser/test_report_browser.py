@@ -1,7 +1,7 @@
 """The HTML report in a real headless Chromium: what a migration lead sees and can do.
 
 One report covers every section: the bundled examples plus an unreadable file, a setup diff in
-DESIGN.md's shape, and two real torch fingerprints whose LayerNorm eps differs. The page is
+the shape of docs/formats.md, and two real torch fingerprints whose LayerNorm eps differs. The page is
 opened from file:// as a user opens it. Set ACCLINT_SCREENSHOT=docs/report.png to refresh the
 README's screenshot from this suite's browser.
 """

@@ -32,6 +32,7 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     `progress`: an acclint.progress display (phase/advance), or None.
     `stdin`: text read from stdin, scanned as if it were the file it names (then `paths` is empty)."""
     progress = progress or NoProgress()
+    rules = [rule.configured(config) for rule in rules]
     cwd = (cwd or Path.cwd()).resolve()
     paths = [Path(p) for p in paths]
     roots = [Path(os.path.abspath(p)) if p.is_dir() else Path(os.path.abspath(p)).parent for p in paths if p.exists()]

@@ -1,7 +1,7 @@
 """What the HTML report shows, as plain data: the checklist, the score, findings with their
 source, the setup diff and the runtime verdict. The template only lays it out.
 
-Built from the contract shapes (DESIGN.md): the scan JSON dict, the diff JSON dict and a runtime
+Built from the contract shapes (docs/formats.md): the scan JSON dict, the diff JSON dict and a runtime
 view (see html_runtime), so the report follows the contract rather than the internals behind it.
 """
 

@@ -1,4 +1,4 @@
-"""Category `determinism`: the run computes the same thing twice, on each side (knowledge.md §1)."""
+"""Category `determinism`: the run computes the same thing twice, on each side (docs/knowledge/determinism.md)."""
 
 from __future__ import annotations
 
@@ -76,8 +76,83 @@ class DeterministicAlgorithmsOff(EffectRule):
                     torch.use_deterministic_algorithms(True)  # expect: ACL201
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, "opt-in: on only behind a flag that defaults to off, so the default run is nondeterministic"),
+        Example.script("""
+            import sys
+
+            import torch
+            from omegaconf import OmegaConf
+            from hydra.utils import instantiate
+
+
+            if __name__ == "__main__":  # expect: ACL201
+                torch.manual_seed(0)
+                config = OmegaConf.load(sys.argv[1])
+                trainer = instantiate(config.trainer)
+                trainer.train()
+        """, "a trainer built from a config: info only, naming the calls acclint could not follow "
+             "(`instantiate()`, `trainer.train()`), since the code they run may switch it on"),
+        Example({
+            "train.py": """
+                import torch
+
+                from experiment import ExperimentConfig
+
+
+                if __name__ == "__main__":  # expect: ACL201
+                    torch.manual_seed(0)
+                    trainer = ExperimentConfig().build()
+                    trainer.train()
+            """,
+            "experiment.py": """
+                import importlib
+
+
+                class ExperimentConfig:
+                    trainer = "trainers.Trainer"
+
+                    def build(self):
+                        module, name = self.trainer.rsplit(".", 1)
+                        return getattr(importlib.import_module(module), name)()
+            """,
+        }, "`config.build()` that looks its trainer class up by name: info, the call is named"),
     )
     valid = (
+        Example.script("""
+            import sys
+
+            import torch
+
+
+            def train(argv):
+                torch.use_deterministic_algorithms(True)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+
+
+            def evaluate(argv):
+                pass
+
+
+            COMMANDS = {"train": train, "eval": evaluate}
+
+            if __name__ == "__main__":
+                COMMANDS[sys.argv[1]](sys.argv[2:])
+        """, "a sub-command dict: the functions it maps names to are followed"),
+        Example.script("""
+            import functools
+
+            import torch
+            import torch.multiprocessing as mp
+
+
+            def worker(rank, lr):
+                torch.use_deterministic_algorithms(True)
+                model = torch.nn.Linear(2, 1)
+                torch.optim.SGD(model.parameters(), lr=lr).step()
+
+
+            if __name__ == "__main__":
+                mp.spawn(functools.partial(worker, lr=0.1), nprocs=2)
+        """, "a worker handed to mp.spawn through functools.partial is followed"),
         Example.script("""
             import torch
 
@@ -534,6 +609,38 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a script that is not on disk, with a flag only training reads",
         ),
+        Example(
+            {
+                "test/train_full_8p.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    KERNEL_NUM=$(($(nproc)/8))
+                    for((RANK_ID=0;RANK_ID<RANK_SIZE;RANK_ID++));
+                    do
+                        export RANK_ID=$RANK_ID
+                        PID_START=$((KERNEL_NUM * RANK_ID))
+                        PID_END=$((PID_START + KERNEL_NUM - 1))
+                        nohup taskset -c $PID_START-$PID_END python3 main.py --lr 0.8 > train_$RANK_ID.log 2>&1 &  # expect: ACL205
+                    done
+                    wait
+                """,
+                "main.py": """
+                    import torch
+                    import torch_npu
+
+                    if __name__ == "__main__":  # expect: ACL205
+                        torch.use_deterministic_algorithms(True)
+                        torch.distributed.init_process_group("hccl")
+                        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 2).npu()).sum().backward()
+                        optimizer.step()
+                """,
+                "setup.cfg": "",
+            },
+            "one process per card started in a RANK_ID loop (nohup taskset ... python3 main.py &), "
+            "the script in the folder above the launch script",
+        ),
     )
     valid = (
         Example.script("""
@@ -754,6 +861,26 @@ class MindSporeDeterministicOff(EffectRule):
             net = nn.Dense(3, 1)
             grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
         """, "switched off"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn
+
+
+            class ClipTrainStep(nn.TrainOneStepCell):
+                def construct(self, *inputs):
+                    loss = self.network(*inputs)
+                    self.optimizer(self.grad(self.network, self.weights)(*inputs))
+                    return loss
+
+
+            if __name__ == "__main__":  # expect: ACL206
+                ms.set_seed(0)
+                net = nn.WithLossCell(nn.Dense(8, 8), nn.MSELoss())
+                step = ClipTrainStep(net, nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9))
+                step.set_train()
+                for _ in range(3):
+                    step(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))
+        """, "a loop calling a locally subclassed TrainOneStepCell by hand"),
     )
     valid = (
         Example.script("""

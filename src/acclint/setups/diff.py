@@ -30,6 +30,7 @@ class Mismatch:
     left: Setting
     right: Setting
     message: str
+    consequence: str = ""  # what the difference does to the numbers, when a row source knows it
 
 
 @dataclass

@@ -88,7 +88,7 @@ def _more_specific(*launchers):
 
 def _folder(root: Path, display: str) -> Setup:
     setup = Setup(path=display, kind="folder")
-    found = _folder_files(root)
+    found = folder_files(root)
     if not found:
         raise SetupError(f"{display}: no launch script, Python script or config in this folder")
     # Python first, then configs, then launch scripts: a launch's values are what runs.
@@ -105,7 +105,9 @@ def _folder(root: Path, display: str) -> Setup:
     return setup
 
 
-def _folder_files(root: Path) -> list:
+def folder_files(root: Path) -> list:
+    """The launch scripts, Python scripts and configs under `root`, in a stable order (at most
+    MAX_FOLDER_FILES)."""
     wanted = set(PYTHON_SUFFIXES) | set(SHELL_SUFFIXES) | set(CONFIG_SUFFIXES)
     found: list = []
     for folder, folders, files in os.walk(root):

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from acclint.runtime_checks.model.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
 from acclint.runtime_checks.model.mismatch import Mismatch
-from acclint.runtime_checks.model.module_settings import MINDSPORE_NOTES
+from acclint.runtime_checks.model.module_settings import mindspore_note
 from acclint.runtime_checks.model.names import NameMapping
 from acclint.runtime_checks.model.optimizers import values_equal
 
@@ -130,8 +130,7 @@ def check_settings(outcome: Any, left: dict[str, ModuleRecord] | None, right: di
             va, vb = a.settings[key], b.settings[key]
             if values_equal(va, vb):
                 continue
-            note = next((text for (setting, cls), text in MINDSPORE_NOTES.items()
-                         if with_mindspore and setting == key and (cls in a.module or cls in b.module)), "")
+            note = mindspore_note(key, (a.module, b.module)) if with_mindspore else ""
             outcome.mismatches.append(Mismatch(
                 "module-config", f"{name}.{key}", va, vb,
                 f"{name}.{key} is {_show(va)} on the left ({a.module}), {_show(vb)} on the right ({b.module})"

@@ -1,0 +1,15 @@
+"""The model-code side of `acclint diff`: two implementations of a model (GPU vs NPU, PyTorch vs
+MindSpore) compared operation by operation, as rows of the setup diff.
+
+    from acclint.setups.model import diff_model, read_model
+    rows = diff_model(read_model("gpu_model.py"), read_model("npu_model.py"))
+
+Rows come from the row sources registered in `sources` (fused vs composed forms, framework
+defaults); a new comparison registers one more function there.
+"""
+
+from acclint.setups.model import api_rows, defaults, operations  # noqa: F401  (each registers its row source)
+from acclint.setups.model.read import ModelFile, ModelSide, Occurrence, read_model
+from acclint.setups.model.sources import Rows, diff_model, register
+
+__all__ = ["ModelFile", "ModelSide", "Occurrence", "Rows", "diff_model", "read_model", "register"]
