@@ -1038,11 +1038,22 @@ class DropoutInParityRun(ProgramRule):
     summary = "Dropout is active in a seeded parity run"
     doc = RuleDoc(
         what="Reports dropout with a non-zero probability (torch `nn.Dropout`/`F.dropout`, MindSpore "
-        "`nn.Dropout`, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity.",
+        "`nn.Dropout`, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity. "
+        "The probability may be a literal or a name acclint follows one step: a constant, a constructor's default "
+        "that no caller in the program overrides, or a config attribute whose config class (declared, or the one "
+        "the file and its imported modules agree on) gives a default.",
         why="CUDA and Ascend generate dropout masks with different Philox implementations, so even with equal "
         "seeds the masks differ and the losses diverge from step 0. The guides switch dropout off to align "
         "losses (Megatron defaults are 0.1; MindSpeed-LLM recipes set 0.0).",
-        fix="Set dropout to 0 for the alignment run (`nn.Dropout(p=0.0)`, `--attention-dropout 0.0 --hidden-dropout 0.0`).",
+        fix="Set dropout to 0 for the alignment run (`nn.Dropout(p=0.0)`, `--attention-dropout 0.0 --hidden-dropout 0.0`). "
+        "When the probability comes from a name, set it where it is defined: the constant, the constructor's "
+        "default (or pass 0.0 where the module is built), the config's value.",
+        references=(
+            # The probability hidden in a config's default: a model built without touching dropout keeps 0.1.
+            "https://github.com/princeton-nlp/SimCSE/issues/127",
+            # Equal seeds, another dropout implementation: other masks, other outputs (expected behaviour).
+            "https://github.com/pytorch/pytorch/issues/149726",
+        ),
     )
     invalid = (
         Example.script("""
