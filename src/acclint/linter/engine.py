@@ -103,12 +103,18 @@ def check_programs(project: Project, rules: list, sink: Sink, progress=None, giv
         for rule in rules:
             rule.check_program(context)
         progress.advance()
-    shells_only = ProgramContext(None, project, sink)
+    alone = ProgramContext(None, project, sink)
     for rule in rules:
         check = getattr(rule, "check_shell", None)
         if check is not None:
             for shell in project.shells.values():
-                check(shells_only, shell)
+                check(alone, shell)
+        # A module judged on its own, with the project to follow its imports (a model whose config
+        # class is defined in another module); copied, since resolving an import may read a file.
+        check = getattr(rule, "check_module", None)
+        if check is not None:
+            for file in list(project.files.values()):
+                check(alone, file)
     return programs
 
 

@@ -231,6 +231,10 @@ class FunctionDef:
     order: int
     params: tuple = ()  # parameter names, in order
     decorators: tuple = ()  # Values of the decorators (`@torch.jit.script` has dotted "torch.jit.script")
+    # Parameter name -> Value of its default (`dropout=0.1`) and of its annotation (`config: BertConfig`),
+    # for the parameters that have one: where a value written as a parameter's name comes from.
+    defaults: dict = field(default_factory=dict)
+    annotations: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -586,12 +586,15 @@ class FileWalker:
 
     def _function(self, node: cst.FunctionDef, state: _State, stack: list):
         qualname = node.name.value if state.scope == F.MODULE_SCOPE else f"{state.scope}.{node.name.value}"
-        params = node.params
+        params = [p for group in (node.params.posonly_params, node.params.params, node.params.kwonly_params)
+                  for p in group]
         self.facts.functions[qualname] = F.FunctionDef(
             node=self._node(node), qualname=qualname, owner=state.owner, order=self._next_order(),
-            params=tuple(p.name.value for group in (params.posonly_params, params.params, params.kwonly_params)
-                         for p in group),
+            params=tuple(p.name.value for p in params),
             decorators=tuple(self._value(d.decorator) for d in node.decorators),
+            defaults={p.name.value: self._value(p.default) for p in params if p.default is not None},
+            annotations={p.name.value: self._value(p.annotation.annotation) for p in params
+                         if p.annotation is not None},
         )
         inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main,
                                     in_loop=False, guard=None, flag_guards=(), sinks=())

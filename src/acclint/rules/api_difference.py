@@ -103,8 +103,10 @@ class ApiDiffersFromPytorch(Rule):
         return rule
 
     def check_file(self, ctx: FileContext) -> None:
-        by_api = _by_api(self.mindspore_version)
-        by_last = _by_last_name(self.mindspore_version)
+        # Not configured (a file analysed on its own): the installed MindSpore, as with no config.
+        chosen = self.mindspore_version or selected_version()
+        by_api = _by_api(chosen)
+        by_last = _by_last_name(chosen)
         for call in calls_with_method(ctx.facts, frozenset(by_last)):
             rows = next((by_api[api] for name in sorted(call.names) for api in by_last.get(call.method, ())
                          if same_api(name, api)), None)
@@ -120,7 +122,7 @@ class ApiDiffersFromPytorch(Rule):
             if any(row.kind == "formula" for row, _ in hits):
                 fix += f"; for the formula, use the mindspore.mint API mapped to `{hits[0][0].torch}` if there is one"
             severity = None if any(row.kind in WARNING_KINDS for row, _ in hits) else "info"
-            version = self.mindspore_version or "the newest documented"
+            version = chosen or "the newest documented"
             ctx.report(self, call.node, f"`{call.callee}` " + "; ".join(parts) +
                        f" (MindSpore {version}; {hits[0][0].url})", fix=fix, severity=severity)
 
