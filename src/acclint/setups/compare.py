@@ -45,3 +45,4 @@ def merge(result: DiffResult, rows: Rows, patterns: list) -> None:
         else:
             result.mismatches.append(mismatch)
     result.same.extend(rows.same)
+    result.model_keys |= set(rows.same) | {mismatch.key for mismatch in rows.mismatches}
