@@ -20,6 +20,7 @@ from acclint.linter.names import resolve
 from acclint.linter.walker import dotted_name, literal
 
 ABSENT = "absent"
+UPCAST = "upcast"  # the token of `.float()`, `.to(torch.float32)`, `ops.cast(x, mstype.float32)`
 # How far a local name is followed to what its function assigned it (`var = x.pow(2).mean(-1)`).
 FOLLOW_DEPTH = 3
 _OPERATORS = {
@@ -50,11 +51,19 @@ class Anchor:
     node: cst.Call
     form: Form
     scope: str
+    # For a composed form of an operation model_values.toml `[casts]` lists: whether its input is
+    # upcast to fp32/fp64 first (else None).
+    upcast: Optional[bool] = None
 
 
 @lru_cache(maxsize=1)
 def operations() -> dict:
     return table("fused_ops")["operations"]
+
+
+@lru_cache(maxsize=1)
+def casts() -> dict:
+    return table("model_values")["casts"]
 
 
 @lru_cache(maxsize=1)
@@ -83,8 +92,33 @@ def find_forms(module: cst.Module, bindings: dict) -> list[Anchor]:
         tokens = _once(lambda call=call, where=where: finder.argument_tokens(call, where))
         for form in forms():
             if _matches(form, call, direct, followed, operator, tokens):
-                anchors.append(Anchor(call, form, scope))
+                anchors.append(Anchor(call, form, scope, _upcast(form, call, tokens)))
     return anchors
+
+
+def _upcast(form: Form, call: cst.Call, tokens) -> Optional[bool]:
+    table_ = casts()
+    if form.form != "composed" or form.operation not in table_["operations"]:
+        return None
+    keywords = set(table_["keywords"])
+    own = any(arg.keyword is not None and arg.keyword.value in keywords and _is_wide(arg.value) for arg in call.args)
+    return own or UPCAST in tokens()
+
+
+def _is_wide(node: cst.BaseExpression) -> bool:
+    """`torch.float32`, `mstype.float32`, `torch.float`: a dtype of 32 bits or more."""
+    dotted = dotted_name(node)
+    return bool(dotted) and "." in dotted and dotted.rsplit(".", 1)[-1] in casts()["dtypes"]
+
+
+def is_upcast(call: cst.Call, names: frozenset) -> bool:
+    """`x.float()`, `x.to(torch.float32)`, `x.type(torch.float64)`, `ops.cast(x, mstype.float32)`."""
+    table_ = casts()
+    if names & set(table_["methods"]):
+        return True
+    if names & set(table_["dtype_methods"]) or names & set(table_["dtype_calls"]):
+        return any(_is_wide(arg.value) for arg in call.args)
+    return False
 
 
 def _once(compute):
@@ -266,8 +300,10 @@ class _Tokens(cst.CSTVisitor):
         self.names: set = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.tokens.update(self.finder._names(node.func, methods=True))
-        self.tokens.update(self.finder.built(node.func, self.where))  # `self.bmm = ops.BatchMatMul()`
+        names = self.finder._names(node.func, methods=True) | self.finder.built(node.func, self.where)
+        self.tokens.update(names)  # `self.bmm(...)` with `self.bmm = ops.BatchMatMul()` is a BatchMatMul
+        if is_upcast(node, names):
+            self.tokens.add(UPCAST)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         symbol = _OPERATORS.get(type(node.operator))
@@ -280,7 +316,12 @@ class _Tokens(cst.CSTVisitor):
                 self.tokens.add("-mean")
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        return not isinstance(node.value, cst.Name)  # `self.eps`, `torch.float32`: not locals
+        if isinstance(node.value, cst.Name):
+            # `x.pow(2)` reads the local `x` (followed to `x = x.float()`); `self.eps` and
+            # `torch.float32` name no local of the function, so following them finds nothing.
+            self.names.add(node.value.value)
+            return False
+        return True
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
