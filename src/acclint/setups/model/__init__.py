@@ -8,7 +8,7 @@ Rows come from the row sources registered in `sources` (fused vs composed forms,
 defaults); a new comparison registers one more function there.
 """
 
-from acclint.setups.model import casts, defaults, operations, values  # noqa: F401  (each registers its row source)
+from acclint.setups.model import casts, defaults, operations, randomness, values  # noqa: F401  (each registers its row source)
 from acclint.setups.model.read import ModelFile, ModelSide, Occurrence, read_model
 from acclint.setups.model.sources import Rows, diff_model, register
 
