@@ -12,7 +12,7 @@ import pytest
 from setup_helpers import FIXTURES, by_key, line_of
 
 from acclint.knowledge import table
-from acclint.setups import diff_paths
+from acclint.setups import NothingToCompare, diff_paths
 from acclint.setups.model import read_model
 from acclint.setups.model.scopes import pair_by_position
 
@@ -181,3 +181,17 @@ def test_the_tables_defaults_are_the_installed_frameworks():
                 parameter = inspect.signature(target).parameters[spec["keywords"][0]]
                 assert parameter.default == spec["default"], (kind, name)
                 assert list(inspect.signature(target).parameters).index(spec["keywords"][0]) == spec["position"], name
+
+
+def test_epsilons_compare_within_one_family_and_two_defaults_are_no_row(tmp_path: Path):
+    """A BatchNorm's 1e-5 is no LayerNorm's; two different framework defaults are the
+    framework-default source's row, not this one's."""
+    batch = write(tmp_path, "batch.py", "from torch import nn\n\nnorm = nn.BatchNorm2d(8)\n")
+    layer = write(tmp_path, "layer.py", "from torch import nn\n\nnorm = nn.LayerNorm(8, eps=1e-6)\n")
+    ms_layer = write(tmp_path, "ms_layer.py", "from mindspore import nn\n\nnorm = nn.LayerNorm((8,))\n")
+    torch_layer = write(tmp_path, "torch_layer.py", "from torch import nn\n\nnorm = nn.LayerNorm(8)\n")
+    with pytest.raises(NothingToCompare):  # nothing in common to compare, and no row
+        diff_paths(str(batch), str(layer))
+    found = rows(torch_layer, ms_layer)
+    assert "norm-layer-epsilon" not in found and "layernorm-default-epsilon" in found
+    assert rows(layer, ms_layer)["norm-layer-epsilon"].right.value == 1e-7  # written 1e-6 vs default 1e-7

@@ -275,9 +275,11 @@ class _Finder(cst.CSTVisitor):
             self.collect(arg.value, tokens, where, FOLLOW_DEPTH, set())
         return frozenset(tokens)
 
-    def collect(self, node: cst.CSTNode, tokens: set, where: tuple, depth: int, seen: set) -> None:
-        """Tokens of `node` into `tokens`, following the local names it reads `depth` assignments deep."""
-        collector = _Tokens(self, tokens, where)
+    def collect(self, node: cst.CSTNode, tokens: set, where: tuple, depth: int, seen: set,
+                outer: bool = True) -> None:
+        """Tokens of `node` into `tokens`, following the local names it reads `depth` assignments deep.
+        `outer`: not inside the check of a subtraction (which follows one assignment, once)."""
+        collector = _Tokens(self, tokens, where, outer)
         node.visit(collector)
         if depth == 0:
             return
@@ -285,19 +287,22 @@ class _Finder(cst.CSTVisitor):
         for name in collector.names - seen:
             seen.add(name)
             for value in locals_.get(name, ()):
-                self.collect(value, tokens, where, depth - 1, seen)
+                self.collect(value, tokens, where, depth - 1, seen, outer)
 
 
 class _Tokens(cst.CSTVisitor):
     """Calls (`_Finder._names`), operators and the local names read in one expression; `-mean` for
     a subtraction of a mean (`x - mean`: centring, what a LayerNorm does and an RMSNorm does not)."""
 
-    def __init__(self, finder: _Finder, tokens: set, where: tuple):
+    def __init__(self, finder: _Finder, tokens: set, where: tuple, outer: bool = True):
         super().__init__()
         self.finder = finder
         self.tokens = tokens
         self.where = where  # (function, class) the expression is read in
         self.names: set = set()
+        # A subtraction inside what a subtraction's check followed is read without following:
+        # `a = a - b` chains would otherwise follow each other without end.
+        self.outer = outer
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.finder._names(node.func, methods=True) | self.finder.built(node.func, self.where)
@@ -311,7 +316,7 @@ class _Tokens(cst.CSTVisitor):
             self.tokens.add(symbol)
         if symbol == "-":
             subtracted: set = set()
-            self.finder.collect(node.right, subtracted, self.where, 1, set())
+            self.finder.collect(node.right, subtracted, self.where, 1 if self.outer else 0, set(), outer=False)
             if ".mean" in subtracted:
                 self.tokens.add("-mean")
 

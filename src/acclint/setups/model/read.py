@@ -109,8 +109,12 @@ def _read_file(path: Path, display: str, problems: list) -> Optional[ModelFile]:
         return None
     facts = FileFacts(path=display, abspath=os.path.abspath(path), line_count=source.text.count("\n") + 1)
     walker = FileWalker(module, facts)
-    walker.run()
-    anchors = find_forms(module, facts.bindings)
+    try:
+        walker.run()
+        anchors = find_forms(module, facts.bindings)
+    except RecursionError:
+        problems.append(f"{display}: too deeply nested to analyse")
+        return None
     # One code-generation pass gives the lines of the engine's nodes and of the anchors together.
     spans = node_locations(module, walker.nodes + [anchor.node for anchor in anchors])
     facts.spans = spans[: len(walker.nodes)]

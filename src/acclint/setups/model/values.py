@@ -23,6 +23,7 @@ class Spec:
     """Where one kind of value is written in one family of calls."""
 
     kind: str
+    family: str
     calls: frozenset
     suffixes: tuple
     keywords: tuple
@@ -36,6 +37,7 @@ class Written:
     """One value on one side: what, where, in which class/function."""
 
     kind: str
+    family: str
     value: Any
     where: Where
     scope: str
@@ -54,7 +56,7 @@ def specs() -> tuple:
     out = []
     for kind, entry in kinds().items():
         for spec in entry.get("calls", ()):
-            out.append(Spec(kind, frozenset(spec.get("calls", ())), tuple(spec.get("suffixes", ())),
+            out.append(Spec(kind, spec["family"], frozenset(spec.get("calls", ())), tuple(spec.get("suffixes", ())),
                             tuple(spec["keywords"]), spec.get("position"), spec.get("default")))
         if "constructors" in entry:
             out.extend(_from_constructors(kind, entry["constructors"]))
@@ -70,7 +72,7 @@ def _from_constructors(kind: str, role: str) -> list:
         params = spec.get("params", [])
         for param in spec.get("keys", {}):
             default = spec.get("defaults", {}).get(param)
-            out.append(Spec(kind, frozenset({name}), (), (param,), params.index(param) if param in params else None,
+            out.append(Spec(kind, role, frozenset({name}), (), (param,), params.index(param) if param in params else None,
                             default, frozenset(spec.get("complement", ())) & {param}))
     return out
 
@@ -86,7 +88,7 @@ def written_values(side: ModelSide) -> tuple[list[Written], set]:
                 unread.add(kind_specs[0].kind)
                 continue
             literal, written, default = value
-            found.append(side.renamed_occurrence(Written(kind_specs[0].kind, literal, file.where(call),
+            found.append(side.renamed_occurrence(Written(kind_specs[0].kind, kind_specs[0].family, literal, file.where(call),
                                                          ModelSide.scope_of(file, call), written, default)))
     return found, unread
 
@@ -134,20 +136,30 @@ def layer_values(left: ModelSide, right: ModelSide) -> Rows:
     rows = Rows()
     (lefts, unread_left), (rights, unread_right) = written_values(left), written_values(right)
     for kind, entry in kinds().items():
-        on_left = [w for w in lefts if w.kind == kind]
-        on_right = [w for w in rights if w.kind == kind]
-        if not on_left or not on_right:
+        if "constructors" in entry and kind in unread_left | unread_right:
+            # The setup diff has the same calls under the same key and follows `args.x` to its
+            # argparse default, which this source does not: its row stands alone.
             continue
-        pair = differing(on_left, on_right, lambda a, b: same(a.value, b.value))
-        if pair is None:
-            rows.same.append(kind)
-        else:
+        compared, pair = False, None
+        for family in dict.fromkeys(w.family for w in lefts if w.kind == kind):
+            on_left = [w for w in lefts if w.kind == kind and w.family == family]
+            on_right = [w for w in rights if w.kind == kind and w.family == family]
+            if on_left and on_right:
+                compared = True
+                pair = pair or differing(on_left, on_right, _equal)
+        if compared and "constructors" in entry:
+            rows.supersedes |= _setup_keys(entry["constructors"])  # this row says it per class
+        if pair is not None:
             rows.mismatches.append(_mismatch(kind, entry, *pair))
-        if "constructors" in entry and kind not in unread_left | unread_right:
-            # The setup diff's key for the same calls (`dropout`): this row says it per class. Not
-            # when a call is unread here: the setup diff follows `args.x` to its argparse default.
-            rows.supersedes |= _setup_keys(entry["constructors"])
+        elif compared:
+            rows.same.append(kind)
     return rows
+
+
+def _equal(left: Written, right: Written) -> bool:
+    """Two defaults are no row of this source even when the frameworks' differ: that is the
+    framework-default source's row (it names the defaults' sources)."""
+    return same(left.value, right.value) or (left.default and right.default)
 
 
 @lru_cache(maxsize=None)
