@@ -195,3 +195,19 @@ def test_epsilons_compare_within_one_family_and_two_defaults_are_no_row(tmp_path
     found = rows(torch_layer, ms_layer)
     assert "norm-layer-epsilon" not in found and "layernorm-default-epsilon" in found
     assert rows(layer, ms_layer)["norm-layer-epsilon"].right.value == 1e-7  # written 1e-6 vs default 1e-7
+
+
+def test_subtractions_that_follow_each_other_end(tmp_path: Path):
+    """`x = x - y; y = y - x`: the check for a centring subtraction followed these without end."""
+    chain = write(tmp_path, "chain.py", """\
+        import torch
+
+
+        def norm(x, y):
+            x = x - y
+            y = y - x
+            x = x - y
+            return torch.sqrt(x.mean() + y)
+    """)
+    side = read_model(str(chain))
+    assert side.problems == [] and len(side.files) == 1
