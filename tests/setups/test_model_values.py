@@ -211,3 +211,31 @@ def test_subtractions_that_follow_each_other_end(tmp_path: Path):
     """)
     side = read_model(str(chain))
     assert side.problems == [] and len(side.files) == 1
+
+
+def test_an_upcast_in_the_caller_of_a_norm_helper_counts(tmp_path: Path):
+    helper = write(tmp_path, "helper.py", """\
+        import torch
+        from torch import nn
+
+
+        class RMSNorm(nn.Module):
+            def _norm(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+            def forward(self, x):
+                return self._norm(x.float()).type_as(x) * self.weight
+    """)
+    inline = write(tmp_path, "inline.py", """\
+        import torch
+        from torch import nn
+
+
+        class RMSNorm(nn.Module):
+            def forward(self, x):
+                x = x.float()
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+    """)
+    assert "rms-norm-upcast" in diff_paths(str(helper), str(inline)).same
+    no_upcast = write(tmp_path, "no_upcast.py", helper.read_text(encoding="utf-8").replace("x.float()", "x"))
+    assert "rms-norm-upcast" in rows(inline, no_upcast)

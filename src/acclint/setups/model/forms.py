@@ -92,17 +92,28 @@ def find_forms(module: cst.Module, bindings: dict) -> list[Anchor]:
         tokens = _once(lambda call=call, where=where: finder.argument_tokens(call, where))
         for form in forms():
             if _matches(form, call, direct, followed, operator, tokens):
-                anchors.append(Anchor(call, form, scope, _upcast(form, call, tokens)))
+                anchors.append(Anchor(call, form, scope, _upcast(form, call, tokens, finder, where)))
     return anchors
 
 
-def _upcast(form: Form, call: cst.Call, tokens) -> Optional[bool]:
+def _upcast(form: Form, call: cst.Call, tokens, finder: "_Finder", where: tuple) -> Optional[bool]:
     table_ = casts()
     if form.form != "composed" or form.operation not in table_["operations"]:
         return None
     keywords = set(table_["keywords"])
     own = any(arg.keyword is not None and arg.keyword.value in keywords and _is_wide(arg.value) for arg in call.args)
-    return own or UPCAST in tokens()
+    return own or UPCAST in tokens() or _callers_upcast(finder, where)
+
+
+def _callers_upcast(finder: "_Finder", where: tuple) -> bool:
+    """A helper whose caller upcasts what it passes (`self._norm(x.float())` into
+    `def _norm(self, x): return x * torch.rsqrt(...)`): one call level, in the same class or module."""
+    function, owner = where
+    name = function.rsplit(".", 1)[-1]
+    wanted = f"self.{name}" if owner else name
+    return any(dotted_name(call.func) == wanted and caller[1] == owner
+               and UPCAST in finder.argument_tokens(call, caller)
+               for call, _, _, caller, _ in finder.calls)
 
 
 def _is_wide(node: cst.BaseExpression) -> bool:
