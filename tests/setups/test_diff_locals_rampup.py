@@ -85,3 +85,16 @@ def test_the_summary_counts_settings_and_model_code_items_apart(tmp_path: Path):
     assert "adam" in result.same and "batch-size" not in summary_line(result)
     assert summary_line(result) == (
         f"No differences: {len(result.same) - 1} settings and 1 model-code item the same (0 ignored).")
+
+
+def test_a_parameter_or_two_literals_in_branches_are_not_resolved(tmp_path: Path):
+    left = write(tmp_path, "gpu.py", TRAIN)
+    branches = write(tmp_path, "branches.py", TRAIN.replace(
+        "        batch_size = 64\n", "        if len(dataset) > 100:\n            batch_size = 64\n"
+        "        else:\n            batch_size = 32\n"))
+    parameter = write(tmp_path, "parameter.py", TRAIN.replace(
+        "def train(dataset, model):\n        batch_size = 64\n",
+        "def train(dataset, model, batch_size=None):\n        if batch_size is None:\n            batch_size = 64\n"))
+    for right in (branches, parameter):
+        row = by_key(run_diff(left, right))["micro-batch-size"]
+        assert row.left.value == 64 and not row.right.known, right.name

@@ -196,19 +196,22 @@ class _Reader:
 
     def _local(self, name: str, call: Call) -> Optional[Setting]:
         """`batch_size = 64` ... `DataLoader(ds, batch_size=batch_size)` in one function: the value
-        the name holds when the call runs, if the last assignment before it is a literal. A later
-        non-literal assignment (`batch_size = args.bs`) hides the literal, so the last one decides."""
+        the name holds when the call runs, if every assignment before it writes that literal (a
+        non-literal one, `batch_size = args.bs`, or another literal makes it unknown) and the name
+        is no parameter of the function."""
         if call.scope == MODULE_SCOPE or not name or "." in name:
             return None
-        last = None
-        for assignment in self.facts.name_assignments:
-            if assignment.order > call.order:
-                break
-            if assignment.name == name and assignment.scope == call.scope:
-                last = assignment
-        if last is None or not last.value.is_literal:
+        function = self.facts.functions.get(call.scope)
+        if function is not None and name in function.params:
+            return None  # `if x is None: x = 0`: the caller's value, unless it passed none
+        before = [a for a in self.facts.name_assignments
+                  if a.name == name and a.scope == call.scope and a.order < call.order]
+        if not before or not before[-1].value.is_literal:
             return None
+        last = before[-1]
         value = _plain(last.value.literal)
+        if any(not a.value.is_literal or _plain(a.value.literal) != value for a in before[:-1]):
+            return None  # `if big: bs = 64` / `else: bs = 32`: which one runs is not known here
         constant = self.facts.constants.get((call.scope, name))
         # The constant table keeps the last literal of the function: its line, when it is this value.
         where = self.where(constant[1]) if constant is not None and _plain(constant[0]) == value else self.where(call.node)
