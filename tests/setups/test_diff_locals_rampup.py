@@ -98,3 +98,15 @@ def test_a_parameter_or_two_literals_in_branches_are_not_resolved(tmp_path: Path
     for right in (branches, parameter):
         row = by_key(run_diff(left, right))["micro-batch-size"]
         assert row.left.value == 64 and not row.right.known, right.name
+
+
+def test_each_python_file_is_parsed_once(tmp_path: Path, monkeypatch):
+    import libcst
+
+    left = write(tmp_path, "gpu.py", TRAIN)
+    right = write(tmp_path, "npu.py", TRAIN.replace("batch_size = 64", "batch_size = 32"))
+    parsed = []
+    real = libcst.parse_module
+    monkeypatch.setattr(libcst, "parse_module", lambda text, *a, **k: parsed.append(text) or real(text, *a, **k))
+    assert "micro-batch-size" in by_key(diff_paths(str(left), str(right)))
+    assert len(parsed) == 2
