@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import acclint
+from acclint.knowledge.api_differences import selected_version
 from acclint.linter.analyze import FileOutcome
 from acclint.linter.atomic import write_atomic
 
@@ -57,6 +58,9 @@ def settings_key(rules: list, config) -> str:
     from acclint.plugins import sources_stamp
 
     relevant = {k: v for k, v in vars(config).items() if k not in ("fail_on", "source", "fix")}
+    # ACL711's rows follow the installed MindSpore when no version is configured: installing another
+    # release must not reuse findings made for the old one.
+    relevant["mindspore_version"] = selected_version(getattr(config, "mindspore_version", None))
     # Project-local rules (plugins) by the digest of their source: editing one re-runs it.
     text = "\0".join([_sources_stamp(), sources_stamp(rules), ",".join(sorted(rule.code for rule in rules)),
                       repr(sorted(relevant.items()))])

@@ -145,13 +145,16 @@ class _OpenCalls:
         graph = table("callgraph")
         self.builders = frozenset(graph["builders"])
         self.components = tuple(graph["components"])
+        self.max_depth = graph["set_up_depth"]
         self.model_methods = frozenset(graph["model_methods"])
         self.project = ctx.project
         self.built: set = set()  # (file, scope, name) holding an object a builder returned
         self.found: list = []
 
     def see(self, step: Step, call: Call) -> None:
-        if step.importing or call.scope.rsplit(".", 1)[-1] in self.model_methods:
+        # A run is set up by the entry's code and what it calls directly (`main()`, a trainer's
+        # __init__); a dynamic call deeper down (a checkpoint utility's getattr) is a library's own.
+        if step.importing or step.depth > self.max_depth or call.scope.rsplit(".", 1)[-1] in self.model_methods:
             return
         if not self._open(step, call):
             return
