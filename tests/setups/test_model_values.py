@@ -32,8 +32,8 @@ def rows(left: Path, right: Path) -> dict:
 
 def test_epsilon_dropout_and_upcast_rows_with_both_lines():
     found = rows(GPU, NPU)
-    assert set(found) == {"norm-layer-epsilon", "dropout", "attention-upcast"}
-    epsilon = found["norm-layer-epsilon"]
+    assert set(found) == {"layer-norm-epsilon", "dropout", "attention-upcast"}
+    epsilon = found["layer-norm-epsilon"]
     assert (epsilon.left.value, epsilon.right.value) == (1e-5, 1e-6) and epsilon.category == "model-config"
     assert epsilon.left.where.line == line_of(GPU, "nn.LayerNorm(dim, eps=1e-5)")
     assert epsilon.right.where.line == line_of(NPU, "nn.LayerNorm(dim, eps=1e-6)")
@@ -53,13 +53,31 @@ def test_epsilon_dropout_and_upcast_rows_with_both_lines():
 def test_identical_models_have_every_value_the_same():
     result = diff_paths(str(GPU), str(GPU))
     assert result.mismatches == []
-    assert {"norm-layer-epsilon", "dropout", "attention-upcast", "rms-norm-upcast"} <= set(result.same)
+    assert {"layer-norm-epsilon", "dropout", "attention-upcast", "rms-norm-upcast"} <= set(result.same)
+
+
+def test_each_norm_family_has_its_own_epsilon_row(tmp_path: Path):
+    torch_side = write(tmp_path, "torch_side.py", """\
+        from torch import nn
+
+        norm = nn.LayerNorm(8, eps=1e-5)
+        bn = nn.BatchNorm2d(8, eps=1e-3)
+    """)
+    ms_side = write(tmp_path, "ms_side.py", """\
+        from mindspore import nn
+
+        norm = nn.LayerNorm((8,), epsilon=1e-6)
+        bn = nn.BatchNorm2d(8, eps=1e-5)
+    """)
+    found = rows(torch_side, ms_side)
+    assert (found["layer-norm-epsilon"].left.value, found["layer-norm-epsilon"].right.value) == (1e-5, 1e-6)
+    assert found["batch-norm-epsilon"].right.where.line == line_of(ms_side, "BatchNorm2d")
 
 
 def test_classes_of_other_names_pair_by_position_when_they_compute_the_same():
     assert pair_by_position(read_model(str(GPU)), read_model(str(NPU))) == {
         "NpuRMSNorm": "TinyRMSNorm", "NpuAttention": "TinyAttention", "NpuMLP": "TinyMLP"}
-    row = rows(GPU, NPU)["norm-layer-epsilon"]
+    row = rows(GPU, NPU)["layer-norm-epsilon"]
     assert "in NpuMLP, paired with TinyMLP by position" in row.message
 
 
@@ -83,14 +101,14 @@ def test_order_matters_a_class_inserted_between_does_not_shift_the_pairs(tmp_pat
 def test_same_name_classes_are_never_repaired(tmp_path: Path):
     renamed = write(tmp_path, "renamed.py", NPU.read_text(encoding="utf-8").replace("Npu", "Tiny"))
     assert pair_by_position(read_model(str(GPU)), read_model(str(renamed))) == {}
-    assert set(rows(GPU, renamed)) == {"norm-layer-epsilon", "dropout", "attention-upcast"}
+    assert set(rows(GPU, renamed)) == {"layer-norm-epsilon", "dropout", "attention-upcast"}
 
 
 @pytest.mark.parametrize(("left_code", "right_code", "key", "values"), [
-    ("nn.LayerNorm(8)", "nn.LayerNorm(8, eps=1e-6)", "norm-layer-epsilon", (1e-5, 1e-6)),
-    ("nn.LayerNorm(8, 1e-6)", "nn.LayerNorm(8, eps=1e-6)", "norm-layer-epsilon", None),
-    ("nn.GroupNorm(2, 8, eps=1e-6)", "nn.GroupNorm(2, 8)", "norm-layer-epsilon", (1e-6, 1e-5)),
-    ("LlamaRMSNorm(8, eps=1e-6)", "LlamaRMSNorm(8, eps=1e-5)", "norm-layer-epsilon", (1e-6, 1e-5)),
+    ("nn.LayerNorm(8)", "nn.LayerNorm(8, eps=1e-6)", "layer-norm-epsilon", (1e-5, 1e-6)),
+    ("nn.LayerNorm(8, 1e-6)", "nn.LayerNorm(8, eps=1e-6)", "layer-norm-epsilon", None),
+    ("nn.GroupNorm(2, 8, eps=1e-6)", "nn.GroupNorm(2, 8)", "group-norm-epsilon", (1e-6, 1e-5)),
+    ("LlamaRMSNorm(8, eps=1e-6)", "LlamaRMSNorm(8, eps=1e-5)", "rms-norm-epsilon", (1e-6, 1e-5)),
     ("nn.Dropout()", "nn.Dropout(0.5)", "dropout", None),
     ("nn.Dropout(p=0.2)", "F.dropout(x, 0.1)", "dropout", (0.2, 0.1)),
 ])
@@ -193,8 +211,8 @@ def test_epsilons_compare_within_one_family_and_two_defaults_are_no_row(tmp_path
     with pytest.raises(NothingToCompare):  # nothing in common to compare, and no row
         diff_paths(str(batch), str(layer))
     found = rows(torch_layer, ms_layer)
-    assert "norm-layer-epsilon" not in found and "layernorm-default-epsilon" in found
-    assert rows(layer, ms_layer)["norm-layer-epsilon"].right.value == 1e-7  # written 1e-6 vs default 1e-7
+    assert "layer-norm-epsilon" not in found and "layernorm-default-epsilon" in found
+    assert rows(layer, ms_layer)["layer-norm-epsilon"].right.value == 1e-7  # written 1e-6 vs default 1e-7
 
 
 def test_subtractions_that_follow_each_other_end(tmp_path: Path):

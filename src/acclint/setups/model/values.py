@@ -140,19 +140,19 @@ def layer_values(left: ModelSide, right: ModelSide) -> Rows:
             # The setup diff has the same calls under the same key and follows `args.x` to its
             # argparse default, which this source does not: its row stands alone.
             continue
-        compared, pair = False, None
         for family in dict.fromkeys(w.family for w in lefts if w.kind == kind):
             on_left = [w for w in lefts if w.kind == kind and w.family == family]
             on_right = [w for w in rights if w.kind == kind and w.family == family]
-            if on_left and on_right:
-                compared = True
-                pair = pair or differing(on_left, on_right, _equal)
-        if compared and "constructors" in entry:
-            rows.supersedes |= _setup_keys(entry["constructors"])  # this row says it per class
-        if pair is not None:
-            rows.mismatches.append(_mismatch(kind, entry, *pair))
-        elif compared:
-            rows.same.append(kind)
+            if not on_right:
+                continue
+            key = entry["key"].format(family=family)
+            if "constructors" in entry:
+                rows.supersedes |= _setup_keys(entry["constructors"])  # this row says it per class
+            pair = differing(on_left, on_right, _equal)
+            if pair is None:
+                rows.same.append(key)
+            else:
+                rows.mismatches.append(_mismatch(key, entry, *pair))
     return rows
 
 
@@ -186,13 +186,13 @@ def differing(on_left: list, on_right: list, equal) -> Optional[tuple]:
     return None
 
 
-def _mismatch(kind: str, entry: dict, left: Written, right: Written) -> Mismatch:
-    settings = [_setting(kind, w) for w in (left, right)]
+def _mismatch(key: str, entry: dict, left: Written, right: Written) -> Mismatch:
+    settings = [_setting(key, w) for w in (left, right)]
     consequence = f"{entry['consequence']} ({entry['source']})"
     sides = ", ".join(f"{side} {show(w.value)} ({_place(w)})" for side, w in (("left", left), ("right", right)))
-    message = (f"{kind} ({entry['what']}) differs in the matching layer: {sides}. Numerics: {consequence}. "
+    message = (f"{key} ({entry['what']}) differs in the matching layer: {sides}. Numerics: {consequence}. "
                f"Write {show(left.value)} on the right to match the left.")
-    return Mismatch(kind, entry["category"], *settings, message, consequence=consequence)
+    return Mismatch(key, entry["category"], *settings, message, consequence=consequence)
 
 
 def _setting(kind: str, written: Written) -> Setting:
