@@ -5,6 +5,7 @@ classes paired by position when their names differ. Fixtures: tests/setups/fixtu
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 from textwrap import dedent
 
@@ -257,3 +258,19 @@ def test_an_upcast_in_the_caller_of_a_norm_helper_counts(tmp_path: Path):
     assert "rms-norm-upcast" in diff_paths(str(helper), str(inline)).same
     no_upcast = write(tmp_path, "no_upcast.py", helper.read_text(encoding="utf-8").replace("x.float()", "x"))
     assert "rms-norm-upcast" in rows(inline, no_upcast)
+
+
+def test_the_cli_reports_the_rows_in_text_and_json():
+    from click.testing import CliRunner
+
+    from acclint.cli import main
+
+    text = CliRunner().invoke(main, ["diff", str(GPU), str(NPU)])
+    assert text.exit_code == 1, text.output
+    assert "Found 3 differences" in text.output and "model-code items the same" in text.output
+    report = json.loads(CliRunner().invoke(main, ["diff", str(GPU), str(NPU), "--format", "json"]).output)
+    by_key_json = {m["key"]: m for m in report["mismatches"]}
+    assert set(by_key_json) == {"layer-norm-epsilon", "dropout", "attention-upcast"}
+    upcast = by_key_json["attention-upcast"]
+    assert upcast["right_location"] == {"path": str(NPU), "line": line_of(NPU, "F.softmax(scores")}
+    assert upcast["consequence"] and upcast["category"] == "mixed-precision"
