@@ -274,3 +274,33 @@ def test_the_cli_reports_the_rows_in_text_and_json():
     upcast = by_key_json["attention-upcast"]
     assert upcast["right_location"] == {"path": str(NPU), "line": line_of(NPU, "F.softmax(scores")}
     assert upcast["consequence"] and upcast["category"] == "mixed-precision"
+
+
+def test_top_level_functions_pair_by_position_too(tmp_path: Path):
+    left = write(tmp_path, "left.py", """\
+        import torch
+        import torch.nn.functional as F
+
+
+        def attend(q, k, v):
+            return F.softmax(q @ k.transpose(-2, -1), dim=-1, dtype=torch.float32) @ v
+
+
+        def drop(x):
+            return F.dropout(x, 0.1)
+    """)
+    right = write(tmp_path, "right.py", """\
+        import torch.nn.functional as F
+
+
+        def attention(q, k, v):
+            return F.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+
+
+        def dropout(x):
+            return F.dropout(x, 0.1)
+    """)
+    assert pair_by_position(read_model(str(left)), read_model(str(right))) == {
+        "attention": "attend", "dropout": "drop"}
+    row = rows(left, right)["attention-upcast"]
+    assert "in attention, paired with attend by position" in row.message
