@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Mapping, Optional
 
 from acclint.linter.analyze import analyze_file
@@ -19,9 +20,10 @@ from acclint.setups.record import Setup, SetupError
 from acclint.setups.shell import entry_script, extract_shell, launcher_of_entry
 
 MAX_FOLDER_FILES = 500
+NOTHING_PARSED: Mapping = MappingProxyType({})
 
 
-def extract(path: str, parsed: Mapping[str, FileFacts] = {}) -> Setup:  # noqa: B006 (read only)
+def extract(path: str, parsed: Mapping[str, FileFacts] = NOTHING_PARSED) -> Setup:
     """The setup at `path`. Raises SetupError when nothing there can be read at all. `parsed`: the
     facts of Python files already parsed (by absolute path), so that no file is parsed twice."""
     target = Path(path)
@@ -49,7 +51,7 @@ def _file(target: Path, display: str, parsed: Mapping) -> Optional[Setup]:
     return None
 
 
-def _parsed(target: Path, display: str, parsed: Mapping = {}) -> FileFacts:  # noqa: B006 (read only)
+def _parsed(target: Path, display: str, parsed: Mapping = NOTHING_PARSED) -> FileFacts:
     known = parsed.get(os.path.abspath(target))
     if known is not None:
         return replace(known, path=display)  # a copy: shown under this side's spelling of the path
