@@ -19,8 +19,11 @@ class NothingToCompare(SetupError):
 
 def diff_paths(left: str, right: str, ignore: Iterable[str] = ()) -> DiffResult:
     """Raises SetupError when a side cannot be read, NothingToCompare when there is nothing to diff."""
-    sides = [extract(left), extract(right)]
-    rows = diff_model(read_model(left), read_model(right))
+    models = [read_model(left), read_model(right)]
+    # The setup extraction reads the facts of the Python files the model reader parsed: one parse each.
+    sides = [extract(path, {file.facts.abspath: file.facts for file in model.files})
+             for path, model in zip((left, right), models)]
+    rows = diff_model(*models)
     empty = [side for side in sides if not side.settings]
     if empty and not rows.compared:
         raise NothingToCompare("\n".join(
@@ -45,3 +48,4 @@ def merge(result: DiffResult, rows: Rows, patterns: list) -> None:
         else:
             result.mismatches.append(mismatch)
     result.same.extend(rows.same)
+    result.model_keys |= set(rows.same) | {mismatch.key for mismatch in rows.mismatches}

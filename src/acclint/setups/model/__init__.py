@@ -5,10 +5,12 @@ MindSpore) compared operation by operation, as rows of the setup diff.
     rows = diff_model(read_model("gpu_model.py"), read_model("npu_model.py"))
 
 Rows come from the row sources registered in `sources` (fused vs composed forms, framework
-defaults); a new comparison registers one more function there.
+defaults, documented API differences, layer values, upcasts, random generators); a new
+comparison registers one more function there.
 """
 
-from acclint.setups.model import api_rows, defaults, operations  # noqa: F401  (each registers its row source)
+# Each module registers its row source on import.
+from acclint.setups.model import api_rows, casts, defaults, operations, randomness, values  # noqa: F401
 from acclint.setups.model.read import ModelFile, ModelSide, Occurrence, read_model
 from acclint.setups.model.sources import Rows, diff_model, register
 

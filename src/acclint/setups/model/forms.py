@@ -20,6 +20,7 @@ from acclint.linter.names import resolve
 from acclint.linter.walker import dotted_name, literal
 
 ABSENT = "absent"
+UPCAST = "upcast"  # the token of `.float()`, `.to(torch.float32)`, `ops.cast(x, mstype.float32)`
 # How far a local name is followed to what its function assigned it (`var = x.pow(2).mean(-1)`).
 FOLLOW_DEPTH = 3
 _OPERATORS = {
@@ -50,11 +51,19 @@ class Anchor:
     node: cst.Call
     form: Form
     scope: str
+    # For a composed form of an operation model_values.toml `[casts]` lists: whether its input is
+    # upcast to fp32/fp64 first (else None).
+    upcast: Optional[bool] = None
 
 
 @lru_cache(maxsize=1)
 def operations() -> dict:
     return table("fused_ops")["operations"]
+
+
+@lru_cache(maxsize=1)
+def casts() -> dict:
+    return table("model_values")["casts"]
 
 
 @lru_cache(maxsize=1)
@@ -83,8 +92,44 @@ def find_forms(module: cst.Module, bindings: dict) -> list[Anchor]:
         tokens = _once(lambda call=call, where=where: finder.argument_tokens(call, where))
         for form in forms():
             if _matches(form, call, direct, followed, operator, tokens):
-                anchors.append(Anchor(call, form, scope))
+                anchors.append(Anchor(call, form, scope, _upcast(form, call, tokens, finder, where)))
     return anchors
+
+
+def _upcast(form: Form, call: cst.Call, tokens, finder: "_Finder", where: tuple) -> Optional[bool]:
+    table_ = casts()
+    if form.form != "composed" or form.operation not in table_["operations"]:
+        return None
+    keywords = set(table_["keywords"])
+    own = any(arg.keyword is not None and arg.keyword.value in keywords and _is_wide(arg.value) for arg in call.args)
+    return own or UPCAST in tokens() or _callers_upcast(finder, where)
+
+
+def _callers_upcast(finder: "_Finder", where: tuple) -> bool:
+    """A helper whose caller upcasts what it passes (`self._norm(x.float())` into
+    `def _norm(self, x): return x * torch.rsqrt(...)`): one call level, in the same class or module."""
+    function, owner = where
+    name = function.rsplit(".", 1)[-1]
+    wanted = f"self.{name}" if owner else name
+    return any(dotted_name(call.func) == wanted and caller[1] == owner
+               and UPCAST in finder.argument_tokens(call, caller)
+               for call, _, _, caller, _ in finder.calls)
+
+
+def _is_wide(node: cst.BaseExpression) -> bool:
+    """`torch.float32`, `mstype.float32`, `torch.float`: a dtype of 32 bits or more."""
+    dotted = dotted_name(node)
+    return bool(dotted) and "." in dotted and dotted.rsplit(".", 1)[-1] in casts()["dtypes"]
+
+
+def is_upcast(call: cst.Call, names: frozenset) -> bool:
+    """`x.float()`, `x.to(torch.float32)`, `x.type(torch.float64)`, `ops.cast(x, mstype.float32)`."""
+    table_ = casts()
+    if names & set(table_["methods"]):
+        return True
+    if names & set(table_["dtype_methods"]) or names & set(table_["dtype_calls"]):
+        return any(_is_wide(arg.value) for arg in call.args)
+    return False
 
 
 def _once(compute):
@@ -241,9 +286,11 @@ class _Finder(cst.CSTVisitor):
             self.collect(arg.value, tokens, where, FOLLOW_DEPTH, set())
         return frozenset(tokens)
 
-    def collect(self, node: cst.CSTNode, tokens: set, where: tuple, depth: int, seen: set) -> None:
-        """Tokens of `node` into `tokens`, following the local names it reads `depth` assignments deep."""
-        collector = _Tokens(self, tokens, where)
+    def collect(self, node: cst.CSTNode, tokens: set, where: tuple, depth: int, seen: set,
+                outer: bool = True) -> None:
+        """Tokens of `node` into `tokens`, following the local names it reads `depth` assignments deep.
+        `outer`: not inside the check of a subtraction (which follows one assignment, once)."""
+        collector = _Tokens(self, tokens, where, outer)
         node.visit(collector)
         if depth == 0:
             return
@@ -251,23 +298,28 @@ class _Finder(cst.CSTVisitor):
         for name in collector.names - seen:
             seen.add(name)
             for value in locals_.get(name, ()):
-                self.collect(value, tokens, where, depth - 1, seen)
+                self.collect(value, tokens, where, depth - 1, seen, outer)
 
 
 class _Tokens(cst.CSTVisitor):
     """Calls (`_Finder._names`), operators and the local names read in one expression; `-mean` for
     a subtraction of a mean (`x - mean`: centring, what a LayerNorm does and an RMSNorm does not)."""
 
-    def __init__(self, finder: _Finder, tokens: set, where: tuple):
+    def __init__(self, finder: _Finder, tokens: set, where: tuple, outer: bool = True):
         super().__init__()
         self.finder = finder
         self.tokens = tokens
         self.where = where  # (function, class) the expression is read in
         self.names: set = set()
+        # A subtraction inside what a subtraction's check followed is read without following:
+        # `a = a - b` chains would otherwise follow each other without end.
+        self.outer = outer
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.tokens.update(self.finder._names(node.func, methods=True))
-        self.tokens.update(self.finder.built(node.func, self.where))  # `self.bmm = ops.BatchMatMul()`
+        names = self.finder._names(node.func, methods=True) | self.finder.built(node.func, self.where)
+        self.tokens.update(names)  # `self.bmm(...)` with `self.bmm = ops.BatchMatMul()` is a BatchMatMul
+        if is_upcast(node, names):
+            self.tokens.add(UPCAST)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         symbol = _OPERATORS.get(type(node.operator))
@@ -275,12 +327,17 @@ class _Tokens(cst.CSTVisitor):
             self.tokens.add(symbol)
         if symbol == "-":
             subtracted: set = set()
-            self.finder.collect(node.right, subtracted, self.where, 1, set())
+            self.finder.collect(node.right, subtracted, self.where, 1 if self.outer else 0, set(), outer=False)
             if ".mean" in subtracted:
                 self.tokens.add("-mean")
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        return not isinstance(node.value, cst.Name)  # `self.eps`, `torch.float32`: not locals
+        if isinstance(node.value, cst.Name):
+            # `x.pow(2)` reads the local `x` (followed to `x = x.float()`); `self.eps` and
+            # `torch.float32` name no local of the function, so following them finds nothing.
+            self.names.add(node.value.value)
+            return False
+        return True
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)

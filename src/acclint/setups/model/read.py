@@ -5,7 +5,7 @@ the operations the fused-op table recognises in it."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -27,6 +27,8 @@ class Occurrence:
     form: Form
     where: Where
     scope: str  # the enclosing class, else function: pairs occurrences across sides
+    upcast: Optional[bool] = None  # composed forms of model_values.toml `[casts]`: input upcast first
+    paired: str = ""  # the side's own class name, when `scope` is the other side's (paired by position)
 
 
 @dataclass
@@ -44,15 +46,31 @@ class ModelSide:
     path: str
     files: list[ModelFile] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Own class name -> the other side's, for classes paired by position (setups.model.scopes).
+    renamed: dict = field(default_factory=dict)
 
     @property
     def occurrences(self) -> list[Occurrence]:
-        return [occurrence for file in self.files for occurrence in file.occurrences]
+        return [self.renamed_occurrence(o) for file in self.files for o in file.occurrences]
+
+    def renamed_occurrence(self, occurrence):
+        """Any record with `scope` and `paired` fields, under the other side's name for its class."""
+        other = self.renamed.get(occurrence.scope)
+        return replace(occurrence, scope=other, paired=occurrence.scope) if other else occurrence
 
     def calls(self) -> Iterator[tuple[ModelFile, Call]]:
         for file in self.files:
             for call in file.facts.calls:
                 yield file, call
+
+    @staticmethod
+    def scope_of(file: ModelFile, call: Call) -> str:
+        """The class a call is written in (its innermost name), else its outermost function, as
+        the operations' `scope` (setups.model.forms)."""
+        function = file.facts.functions.get(call.scope)
+        if function is not None and function.owner:
+            return function.owner.rsplit(".", 1)[-1]
+        return call.scope.split(".", 1)[0]
 
 
 def read_model(path: str) -> ModelSide:
@@ -91,12 +109,16 @@ def _read_file(path: Path, display: str, problems: list) -> Optional[ModelFile]:
         return None
     facts = FileFacts(path=display, abspath=os.path.abspath(path), line_count=source.text.count("\n") + 1)
     walker = FileWalker(module, facts)
-    walker.run()
-    anchors = find_forms(module, facts.bindings)
+    try:
+        walker.run()
+        anchors = find_forms(module, facts.bindings)
+    except RecursionError:
+        problems.append(f"{display}: too deeply nested to analyse")
+        return None
     # One code-generation pass gives the lines of the engine's nodes and of the anchors together.
     spans = node_locations(module, walker.nodes + [anchor.node for anchor in anchors])
     facts.spans = spans[: len(walker.nodes)]
     lines = spans[len(walker.nodes):]
-    occurrences = [Occurrence(anchor.form, Where(display, span.line), anchor.scope)
+    occurrences = [Occurrence(anchor.form, Where(display, span.line), anchor.scope, anchor.upcast)
                    for anchor, span in zip(anchors, lines)]
     return ModelFile(facts, occurrences)

@@ -51,8 +51,16 @@ def sources() -> tuple:
 
 
 def diff_model(left: ModelSide, right: ModelSide) -> Rows:
-    """Every registered source's rows, in registration order. LEFT is the reference."""
+    """Every registered source's rows, in registration order. LEFT is the reference. The right's
+    model classes paired by position with the left's take the left's names first."""
+    from acclint.setups.model.scopes import pair_by_position  # it reads the sources' records: no cycle
+
+    right.renamed = {}
+    right.renamed = pair_by_position(left, right)
     rows = Rows()
     for source in _SOURCES:
         rows.extend(source(left, right))
+    # In the left's source order, as the setup diff lists settings: the report reads like the model.
+    rows.mismatches.sort(key=lambda m: (m.left.where is None, m.left.where.path if m.left.where else "",
+                                        m.left.where.line if m.left.where else 0))
     return rows
