@@ -182,3 +182,32 @@ def test_building_a_component_from_a_config_is_not_an_open_call(tmp_path):
     """})
     [finding] = [f for f in findings if f.rule == "ACL201"]
     assert finding.severity == "warning" and "Not certain" not in finding.message
+
+
+def test_a_class_kept_in_a_registry_does_not_order_model_construction(tmp_path):
+    """A model class in a registry dict is built later, by lookup: following it must not make the
+    program 'construct the model' at import, before the seed (ACL108)."""
+    findings = _scan(tmp_path, {
+        "models.py": """
+            import torch
+
+            class Encoder(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = torch.nn.Linear(2, 2)
+
+            ENCODERS = {"default": Encoder}
+        """,
+        "train.py": """
+            import torch
+            from models import ENCODERS
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                model = ENCODERS["default"]()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(2)).sum().backward()
+                optimizer.step()
+        """,
+    }, codes=("ACL108",))
+    assert findings == []

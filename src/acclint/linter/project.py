@@ -40,6 +40,9 @@ class Step:
     # Run while a local module is imported (its top level, and what that calls): set-up, which seeds and
     # configures like any other step; deep in an import chain it is not where the program trains (_own_step).
     importing: bool = False
+    # Run by a function or class handed over as a value (a dispatch dict, `mp.spawn(worker)`, a class
+    # in a registry): it runs, but when is up to the receiver, so it orders nothing (`_follow_reference`).
+    deferred: bool = False
 
 
 @dataclass
@@ -535,6 +538,7 @@ class _FlowBuilder:
         self._modules_run: set = set()
         self._pytest: dict = {}  # abspath -> whether pytest collects the file
         self._importing = 0  # > 0 while a local module's import runs
+        self._deferred = 0  # > 0 while a function handed over as a value is followed
 
     def run_module(self, file: FileFacts, depth: int) -> None:
         if file.abspath in self._modules_run:
@@ -566,7 +570,7 @@ class _FlowBuilder:
                 if depth < _MAX_DEPTH:
                     self._follow_reference(file, fact, scope, types, depth)
                 continue
-            self.flow.append(Step(file, fact, depth, len(self.flow), self._importing > 0))
+            self.flow.append(Step(file, fact, depth, len(self.flow), self._importing > 0, self._deferred > 0))
             if not isinstance(fact, Call) or depth >= _MAX_DEPTH:
                 continue
             target = self.project.local_target(file, fact.callee, scope, types)
@@ -595,7 +599,11 @@ class _FlowBuilder:
             if target is None:
                 return
             target_file, definition = target
-        self._enter(target_file, definition, depth + 1)
+        self._deferred += 1
+        try:
+            self._enter(target_file, definition, depth + 1)
+        finally:
+            self._deferred -= 1
 
     def _enter(self, file: FileFacts, function: FunctionDef, depth: int) -> None:
         key = (file.abspath, function.qualname)

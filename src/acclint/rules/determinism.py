@@ -7,6 +7,7 @@ from typing import Optional
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, ReplaceValue, SetArgument, safe_fix, unsafe_fix
+from acclint.linter.frameworks import loads_transfer_to_npu
 from acclint.linter.project import launch_trains
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
@@ -362,6 +363,15 @@ class CudnnDeterministicUnset(ExplicitRule, ProgramRule):
                 conv = torch.nn.Conv2d(3, 8, 3).cuda()
                 conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()
         """),
+        Example.script("""
+            import torch
+            import torch_npu
+            from torch_npu.contrib import transfer_to_npu
+
+            if __name__ == "__main__":
+                conv = torch.nn.Conv2d(3, 8, 3).cuda()
+                conv(torch.ones(1, 3, 8, 8).cuda()).sum().backward()
+        """, "transfer_to_npu sends the cuda calls to the NPU, where no cuDNN runs"),
     )
 
     def written(self, facts):
@@ -376,6 +386,8 @@ class CudnnDeterministicUnset(ExplicitRule, ProgramRule):
         layer = facts.uses.get("cudnn-layers")
         if layer is None or "cuda" not in facts.uses:
             return
+        if any(loads_transfer_to_npu(f) for f in ctx.program.files):
+            return  # transfer_to_npu (or MindSpeed's adaptor) sends the "cuda" calls to the NPU: no cuDNN runs
         if "cudnn-deterministic" in facts.effects or "deterministic-algorithms" in facts.effects:
             return
         if "cudnn-deterministic" in facts.effects_off:

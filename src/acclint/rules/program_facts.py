@@ -436,8 +436,8 @@ class _ModelFinder:
         self.weighted_bases = frozenset(models["weighted_bases"])
 
     def see(self, step: Step, call: Call) -> None:
-        if self.first is not None:
-            return
+        if self.first is not None or step.deferred:
+            return  # a class in a registry, a worker handed to spawn: built at a time acclint cannot place
         while self.open and self.open[-1].depth >= step.depth:
             self.open.pop()  # returned from that constructor
         kind = self._kind(step, call)
