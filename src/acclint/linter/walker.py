@@ -403,6 +403,12 @@ class FileWalker:
         return None
 
     def _subscript(self, node: cst.Subscript, state: _State, stack: list):
+        for element in node.slice:
+            if type(element.slice) is cst.Slice:  # `x[..., :n]`: a bound that cuts a dimension
+                for bound in (element.slice.lower, element.slice.upper):
+                    dotted = dotted_name(bound) if bound is not None else None
+                    if dotted:
+                        self.facts.slice_bounds.add(dotted)
         self._children_in(node, ("slice",), state, state, stack)
         self._sunk_children(node, ("value",), state, stack, "[]")
         return None
@@ -458,7 +464,16 @@ class FileWalker:
                 scope=state.scope, order=self._next_order(), in_main=state.in_main,
                 in_loop=state.in_loop, guard=state.guard,
             ))
+        elif type(node.operator) is cst.Divide:
+            self._division(node, node.left, node.right, state)
         return state
+
+    def _division(self, node, left, right, state: _State) -> None:
+        """`a / name` (or `a /= name`): a normalisation rules can read; a literal divisor is arithmetic."""
+        if dotted_name(right) is not None:
+            self.facts.divisions.append(F.Division(node=self._node(node), left=self._value(left),
+                                                   right=self._value(right), scope=state.scope,
+                                                   order=self._next_order()))
 
     def _import(self, node: cst.Import, state: _State, stack: list):
         for alias in node.names:
@@ -544,6 +559,8 @@ class FileWalker:
         return None
 
     def _aug_assign(self, node: cst.AugAssign, state: _State, stack: list):
+        if type(node.operator) is cst.DivideAssign:  # `loss /= steps`
+            self._division(node, node.target, node.value, state)
         if type(node.target) is cst.Name:  # `files += glob.glob(...)`
             self._sunk_children(node, ("value",), state, stack, "name:" + node.target.value)
             return None
