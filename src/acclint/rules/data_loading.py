@@ -52,6 +52,7 @@ class _WorkerCode:
         self.project = ctx.project
         self.datasets = _table()["datasets"]
         self.bases = frozenset(self.datasets["bases"])
+        self._transform_roots: Optional[list] = None  # the program's transforms, found once for all loaders
 
     def roots(self, loader: Step) -> list:
         """(label, file, FunctionDef) of what the loader's workers call first."""
@@ -70,7 +71,9 @@ class _WorkerCode:
                 found = method_of(self.project, target[0], target[1], "__call__")
                 if found is not None:
                     out.append((f"collate_fn {target[1].qualname}", *found))
-        out.extend(self._transforms())
+        if self._transform_roots is None:
+            self._transform_roots = self._transforms()
+        out.extend(self._transform_roots)
         return out
 
     def _datasets(self, loader: Step) -> list:

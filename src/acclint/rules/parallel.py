@@ -9,6 +9,7 @@ varying token counts, and softmax over padding that grows with the tensor-parall
 from __future__ import annotations
 
 import re
+import weakref
 from functools import lru_cache
 from typing import Optional
 
@@ -266,26 +267,39 @@ class MeanLossOverAccumulation(ProgramRule):
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        reached = reached_scopes(ctx.program)
+        divisions = [(file, division) for file in ctx.program.files for division in file.divisions
+                     if (file.abspath, division.scope) in reached and _accumulation_division(division)]
+        if not divisions:
+            return  # divisions are few: look for the loss (every call of the program) only when one matches
         loss = next(((file, call) for file, call in program_calls(ctx.program) if _token_mean_loss(call)), None)
         if loss is None:
             return
-        reached = reached_scopes(ctx.program)
-        for file in ctx.program.files:
-            for division in file.divisions:
-                if (file.abspath, division.scope) in reached and _accumulation_division(division):
-                    ctx.report(self, file, division.node,
-                               f"the mean loss of each micro-batch ({loss[1].callee} with ignore_index at "
-                               f"{_where(*loss)}) is divided by {division.right.dotted}: micro-batches with fewer "
-                               "real tokens weigh more, so the loss and gradients change with how the batch is split "
-                               "into micro-batches and cards.",
-                               fix='sum the token losses (reduction="sum") and divide by the non-ignored targets of '
-                               "the whole accumulation window, all-reduced over ranks")
+        for file, division in divisions:
+            ctx.report(self, file, division.node,
+                       f"the mean loss of each micro-batch ({loss[1].callee} with ignore_index at "
+                       f"{_where(*loss)}) is divided by {division.right.dotted}: micro-batches with fewer "
+                       "real tokens weigh more, so the loss and gradients change with how the batch is split "
+                       "into micro-batches and cards.",
+                       fix='sum the token losses (reduction="sum") and divide by the non-ignored targets of '
+                       "the whole accumulation window, all-reduced over ranks")
 
 
 # -- cross entropy over a padded vocabulary ----------------------------------------------------
 
 
+_PADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # FileFacts -> whether it pads
+
+
 def _pads_vocabulary(file: FileFacts) -> bool:
+    """Whether the file names a padded vocabulary; read once per file, whatever number of programs reach it."""
+    known = _PADS.get(file)
+    if known is None:
+        known = _PADS[file] = _names_padding(file)
+    return known
+
+
+def _names_padding(file: FileFacts) -> bool:
     names = frozenset(_table()["padded_vocab"]["names"])
     if any(a.name in names for a in file.name_assignments) or any(_last(a.target) in names for a in file.assignments):
         return True
