@@ -262,3 +262,20 @@ def test_without_set_epoch_every_epoch_repeats_one_order_that_depends_on_the_ran
     assert _order(two, 0) != _order(two, 1)
     four = DistributedSampler(data, num_replicas=4, rank=0, shuffle=True)
     assert _order(four, 0) != _order(two, 0)[:8]
+
+
+def test_positional_loader_arguments_follow_the_dataloader_signature(tmp_path):
+    """Position 8 is drop_last and 10 worker_init_fn: a positional drop_last is no worker_init_fn (ACL208 too)."""
+    from acclint.rules.determinism import DataLoaderWorkersUnseeded
+
+    files = _program(draw="np.random.rand()", loader_args=", False, None, None, 4, None, False, True")
+    files["train.py"] = files["train.py"].replace("batch_size=8", "8").replace(
+        "torch.manual_seed(0)", "torch.manual_seed(0)\n    import random\n    random.seed(0)\n    random.random()")
+    assert len(findings(tmp_path / "a", files, "ACL110")) == 1
+    for name, source in files.items():
+        (tmp_path / "b" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "b" / name).write_text(source, encoding="utf-8")
+    result = scan([tmp_path / "b"], [DataLoaderWorkersUnseeded()], Config(), jobs=1, cwd=tmp_path / "b")
+    assert [f.rule for f in result.findings] == ["ACL208"]
+    positional_init = files["train.py"].replace("False, True)", "False, True, 0, seed_worker)")
+    assert findings(tmp_path / "c", {**files, "train.py": positional_init}, "ACL110") == []

@@ -32,7 +32,7 @@ def _loaders(ctx: ProgramContext) -> Iterator[Step]:
     return (step for step in ctx.program.calls() if step.fact.names & names)
 
 
-def _runs_workers(call: Call) -> bool:
+def runs_workers(call: Call) -> bool:
     """num_workers > 0, or a value acclint cannot read; not the default 0."""
     loader = _table()["loader"]
     workers = call.arg("num_workers", loader["num_workers"])
@@ -40,6 +40,11 @@ def _runs_workers(call: Call) -> bool:
         return False
     count = workers.value.literal
     return not isinstance(count, int) or count > 0
+
+
+def worker_init_fn(call: Call):
+    """The DataLoader's `worker_init_fn` argument (keyword or position), or None."""
+    return call.arg("worker_init_fn", _table()["loader"]["worker_init_fn"])
 
 
 class _WorkerCode:
@@ -272,10 +277,9 @@ class RandomDrawsInWorkers(ProgramRule):
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         depth = _table()["datasets"]["max_depth"]
-        init_position = _table()["loader"]["worker_init_fn"]
         code = _WorkerCode(ctx)
         for loader in _loaders(ctx):
-            if not _runs_workers(loader.fact) or loader.fact.arg("worker_init_fn", init_position) is not None:
+            if not runs_workers(loader.fact) or worker_init_fn(loader.fact) is not None:
                 continue
             for label, file, function in code.roots(loader):
                 found = first_call(ctx.project, file, function, _draws, depth)
