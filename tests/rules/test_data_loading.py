@@ -15,12 +15,12 @@ from acclint.linter.rulebase import code
 from acclint.rules import data_loading
 
 
-def findings(tmp_path, files: dict, rule_code: str) -> list:
+def findings(tmp_path, files: dict, rule_code: str, rules=data_loading.RULES) -> list:
     for name, source in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(source, encoding="utf-8")
-    result = scan([tmp_path], data_loading.RULES, Config(), jobs=1, cwd=tmp_path)
+    result = scan([tmp_path], rules, Config(), jobs=1, cwd=tmp_path)
     assert result.errors == []
     return [f for f in result.findings if f.rule == rule_code]
 
@@ -272,10 +272,21 @@ def test_positional_loader_arguments_follow_the_dataloader_signature(tmp_path):
     files["train.py"] = files["train.py"].replace("batch_size=8", "8").replace(
         "torch.manual_seed(0)", "torch.manual_seed(0)\n    import random\n    random.seed(0)\n    random.random()")
     assert len(findings(tmp_path / "a", files, "ACL110")) == 1
-    for name, source in files.items():
-        (tmp_path / "b" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "b" / name).write_text(source, encoding="utf-8")
-    result = scan([tmp_path / "b"], [DataLoaderWorkersUnseeded()], Config(), jobs=1, cwd=tmp_path / "b")
-    assert [f.rule for f in result.findings] == ["ACL208"]
+    assert len(findings(tmp_path / "b", files, "ACL208", [DataLoaderWorkersUnseeded()])) == 1
     positional_init = files["train.py"].replace("False, True)", "False, True, 0, seed_worker)")
     assert findings(tmp_path / "c", {**files, "train.py": positional_init}, "ACL110") == []
+
+
+# -- the seed rules see draws of a dataset loaded in the main process ------------------------------
+
+
+@pytest.mark.parametrize("draw,rule_code", [("random.uniform(0.9, 1.1)", "ACL101"), ("np.random.rand()", "ACL103")])
+def test_an_unseeded_generator_drawn_in_a_dataset_loaded_in_the_main_process_is_a_warning(tmp_path, draw, rule_code):
+    from acclint.rules import seed
+
+    found = findings(tmp_path / "main", _program(draw=draw, loader_args=""), rule_code, seed.RULES)
+    assert [f.severity for f in found] == ["warning"]
+    assert "ImageFolderDataset.__getitem__" in found[0].message
+    # In workers the main seed is beside the point (they reseed): ACL110's case, and ACL101/103 stay info.
+    found = findings(tmp_path / "workers", _program(draw=draw), rule_code, seed.RULES)
+    assert [f.severity for f in found] == ["info"]

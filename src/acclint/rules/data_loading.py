@@ -7,14 +7,16 @@ about them. This module finds them from the DataLoader that runs them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
-from acclint.linter.facts import Call, ClassDef, FunctionDef
+from acclint.linter.facts import Call, ClassDef, FileFacts, FunctionDef
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule
+from acclint.rules.memo import per_program
 from acclint.rules.program_facts import ProgramFacts, global_draw
 from acclint.rules.reach import class_of_call, first_call, mentions_any, method_of, reached_scopes
 
@@ -276,25 +278,54 @@ class RandomDrawsInWorkers(ProgramRule):
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
-        depth = _table()["datasets"]["max_depth"]
-        code = _WorkerCode(ctx)
-        for loader in _loaders(ctx):
-            if not runs_workers(loader.fact) or worker_init_fn(loader.fact) is not None:
-                continue
-            for label, file, function in code.roots(loader):
-                found = first_call(ctx.project, file, function, _draws, depth)
-                if found is None:
-                    continue
-                draw_file, draw = found
-                where = f"{draw_file.path}:{draw_file.spans[draw.node].line}"
-                ctx.report(self, loader.file, loader.fact.node,
-                           f"{draw.callee}() at {where} (reached from {label}) runs in DataLoader workers with no "
-                           "worker_init_fn: each worker reseeds random/NumPy from the loader's base seed and its "
-                           "worker id, so the main process's seeds never reach it and the draw a sample gets changes "
-                           "with num_workers and with earlier draws from the global torch generator.",
-                           fix="derive the draw from the sample (np.random.default_rng((seed, epoch, index))), or "
-                           "pass worker_init_fn and a seeded generator= and keep num_workers equal on both sides")
+        for found in loader_draws(ctx, in_workers=True):
+            ctx.report(self, found.loader.file, found.loader.fact.node,
+                       f"{found.describe()} runs in DataLoader workers with no worker_init_fn: each worker reseeds "
+                       "random/NumPy from the loader's base seed and its worker id, so the main process's seeds "
+                       "never reach it and the draw a sample gets changes with num_workers and with earlier draws "
+                       "from the global torch generator.",
+                       fix="derive the draw from the sample (np.random.default_rng((seed, epoch, index))), or "
+                       "pass worker_init_fn and a seeded generator= and keep num_workers equal on both sides")
+
+
+@dataclass(frozen=True)
+class LoaderDraw:
+    """A global random draw in code a DataLoader runs for each sample (its dataset, transforms, collate)."""
+
+    loader: Step
+    label: str  # what the loader runs that reaches the draw ("ImageFolderDataset.__getitem__")
+    file: FileFacts
+    call: Call
+
+    @property
+    def generator(self) -> str:
+        return next(g for g in map(global_draw, sorted(self.call.names)) if g)
+
+    def describe(self) -> str:
+        return f"{self.call.callee}() at {self.file.path}:{self.file.spans[self.call.node].line} (reached from {self.label})"
+
+
+def loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
+    """The first global draw per DataLoader in the code it runs for each sample: of loaders with
+    worker processes and no worker_init_fn (`in_workers`), or of loaders that load in the main
+    process, where the main program's seeds do reach them. Computed once per program."""
+    return per_program(ctx, f"loader-draws-{in_workers}", lambda c: _find_loader_draws(c, in_workers))
+
+
+def _find_loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
+    depth = _table()["datasets"]["max_depth"]
+    code = _WorkerCode(ctx)
+    out = []
+    for loader in _loaders(ctx):
+        workers = runs_workers(loader.fact)
+        if workers != in_workers or (workers and worker_init_fn(loader.fact) is not None):
+            continue
+        for label, file, function in code.roots(loader):
+            found = first_call(ctx.project, file, function, _draws, depth)
+            if found is not None:
+                out.append(LoaderDraw(loader, label, *found))
                 break
+    return out
 
 
 def _shuffles(call: Call) -> bool:

@@ -11,6 +11,7 @@ from acclint.linter.edits import InsertLine, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, absence, at_entry_start, where
+from acclint.rules.data_loading import loader_draws
 from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts, first_model_label
 from acclint.rules.flags import passed_by_launch, runs_only_when
@@ -64,8 +65,13 @@ class UnseededGenerator(ProgramRule):
         if self.generator in facts.seeded:
             return
         use = facts.uses.get(self.used_by) if self.used_by else None
-        severity = "warning" if (use is not None or not self.used_by) else "info"
+        # A dataset loaded in the main process draws there too, although the flow never enters its
+        # `__getitem__` (the DataLoader calls it); draws in worker processes are ACL110's.
+        loaded = None if use is not None or not self.used_by else next(
+            (d for d in loader_draws(ctx, in_workers=False) if d.generator == self.used_by), None)
+        severity = "warning" if (use is not None or loaded is not None or not self.used_by) else "info"
         detail = (f"; {use.fact.callee}() at {where(use)} draws from it" if use is not None
+                  else f"; {loaded.describe()} draws from it" if loaded is not None
                   else "" if not self.used_by else
                   "; nothing here draws from it directly, but libraries the run calls may")
         helpers = [f"`{fn.qualname}` ({file.path}:{file.spans[fn.node].line})"
