@@ -165,7 +165,8 @@ class RandomDrawsInWorkers(ProgramRule):
         fix="Draw from a generator derived from the sample (`rng = np.random.default_rng((seed, epoch, index))` in "
         "`__getitem__`), or pass `worker_init_fn` seeding `random`/NumPy from `torch.initial_seed()` together with "
         "a seeded `generator=`, and keep `num_workers` equal on both sides.",
-        references=("https://github.com/pytorch/pytorch/issues/5059",
+        references=("docs/knowledge/seeding.md#dataloader-workers",
+                    "https://github.com/pytorch/pytorch/issues/5059",
                     "https://github.com/facebookresearch/fairseq/issues/1383",
                     "https://pytorch.org/docs/stable/notes/randomness.html#dataloader"),
     )
@@ -366,7 +367,8 @@ class DistributedSamplerWithoutSetEpoch(ProgramRule):
         "rank, so it also depends on the number of ranks: a GPU run on 8 cards and an NPU run on 16 see "
         "other batches, and neither sees the data reshuffled.",
         fix="Call `sampler.set_epoch(epoch)` at the start of every epoch, before iterating the DataLoader.",
-        references=("https://github.com/pytorch/pytorch/issues/31771",
+        references=("docs/knowledge/determinism.md#distributed-sampler-order",
+                    "https://github.com/pytorch/pytorch/issues/31771",
                     "https://github.com/lucidrains/DALLE-pytorch/pull/230",
                     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler"),
     )

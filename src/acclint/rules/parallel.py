@@ -72,7 +72,8 @@ class BatchNormWithoutSync(ProgramRule):
         "the statistics over the process group, so every layout sees those of the global batch.",
         fix="`model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` before wrapping it in DDP (or keep the "
         "per-card batch equal on both sides).",
-        references=("https://github.com/MCG-NJU/TDN/issues/22",
+        references=("docs/knowledge/parallel.md#batchnorm-under-data-parallelism",
+                    "https://github.com/MCG-NJU/TDN/issues/22",
                     "https://github.com/ultralytics/yolov5/pull/401",
                     "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html"),
     )
@@ -192,7 +193,8 @@ class MeanLossOverAccumulation(ProgramRule):
         fix="Sum the token losses (`reduction=\"sum\"`) and divide by the number of non-ignored targets of the "
         "whole accumulation window (all-reduced over the data-parallel ranks), or keep micro-batch size, "
         "accumulation steps and card count equal on both sides.",
-        references=("https://github.com/huggingface/transformers/issues/24725",
+        references=("docs/knowledge/parallel.md#loss-normalisation-under-gradient-accumulation",
+                    "https://github.com/huggingface/transformers/issues/24725",
                     "https://github.com/meta-pytorch/torchtune/pull/1875"),
     )
     invalid = (
@@ -335,7 +337,8 @@ class PaddedVocabularyCrossEntropy(ProgramRule):
         fix="Slice the logits to the real vocabulary (`logits[..., :vocab_size]`) or mask the padded columns to "
         "-inf before the loss; or pad both runs to the same size (`--make-vocab-size-divisible-by` chosen so "
         "that the padded size is equal for both tensor-parallel sizes).",
-        references=("https://github.com/NVIDIA/Megatron-LM/issues/1754",),
+        references=("docs/knowledge/parallel.md#padded-vocabulary-under-tensor-parallelism",
+                    "https://github.com/NVIDIA/Megatron-LM/issues/1754"),
     )
     invalid = (
         Example({
