@@ -290,3 +290,16 @@ def test_an_unseeded_generator_drawn_in_a_dataset_loaded_in_the_main_process_is_
     # In workers the main seed is beside the point (they reseed): ACL110's case, and ACL101/103 stay info.
     found = findings(tmp_path / "workers", _program(draw=draw), rule_code, seed.RULES)
     assert [f.severity for f in found] == ["info"]
+
+
+def test_a_replacement_drawn_only_when_a_sample_fails_to_load_is_left_alone(tmp_path):
+    """A draw in an `except` body (retry with another index) runs only on unreadable data."""
+    retry = DATASET.replace("        sample = jitter(torch.ones(16))", """        try:
+            sample = torch.load(self.root)
+        except OSError:
+            return self[random.randrange(64)]""").replace("import torch\n", "import random\n\nimport torch\n", 1)
+    assert "except OSError" in retry
+    files = _program(draw="1.0", extra={"datasets/images.py": retry})
+    assert findings(tmp_path, files, "ACL110") == []
+    files = _program(draw="1.0", extra={"datasets/images.py": retry.replace("except OSError:", "finally:")})
+    assert len(findings(tmp_path / "finally", files, "ACL110")) == 1

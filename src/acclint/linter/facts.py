@@ -85,6 +85,7 @@ class Call:
     assigned_to: Optional[str] = None  # `x = Foo(...)` records "x"
     names: frozenset = frozenset()  # qualified names of the callee (filled after the pass)
     in_loop: bool = False  # inside a `for`/`while` body of its own function
+    in_handler: bool = False  # inside an `except` body: runs only when something failed
     guard: Optional["Guard"] = None  # the innermost `if` (or `a if c else b`) it runs under
     receiver: Optional[Value] = None  # for `expr.method(...)`: the summarised `expr`
     flag_guards: tuple = ()  # FlagGuards of the enclosing `if`s in this function, outermost first

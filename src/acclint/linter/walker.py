@@ -251,6 +251,7 @@ class _State:
     owner: Optional[str] = None  # class whose body we are in
     in_main: bool = False
     in_fallback: bool = False
+    in_handler: bool = False  # inside an `except` body
     in_loop: bool = False
     guard: Optional[F.Guard] = None
     flag_guards: tuple = ()  # F.FlagGuards of the enclosing `if`s (reset at each function)
@@ -373,6 +374,7 @@ class FileWalker:
             guard=state.guard,
             flag_guards=state.flag_guards,
             sinks=state.sinks,
+            in_handler=state.in_handler,
         )
         if state.sinks and call.method in _LISTING_METHODS:
             self.tracked.update((state.scope, s[5:]) for s in state.sinks if s.startswith("name:"))
@@ -672,6 +674,11 @@ class FileWalker:
             self.facts.name_assignments.append(F.NameAssignment(name, item.value, item.scope, order))
         return None
 
+    def _except(self, node: cst.ExceptHandler, state: _State, stack: list):
+        self._children_in(node, ("body",), state, dataclasses.replace(state, in_handler=True), stack)
+        self._children_in(node, ("type", "name"), state, state, stack)
+        return None
+
     def _try(self, node: cst.Try, state: _State, stack: list):
         if not _catches_import_error(node):
             return state
@@ -739,6 +746,7 @@ _HANDLERS = {
     cst.While: FileWalker._loop,
     cst.BinaryOperation: FileWalker._matmul,
     cst.Try: FileWalker._try,
+    cst.ExceptHandler: FileWalker._except,
 }
 
 

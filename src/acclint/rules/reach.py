@@ -45,7 +45,8 @@ def method_of(project: Project, file: FileFacts, cls: ClassDef, name: str) -> Op
 
 def first_call(project: Project, file: FileFacts, function: FunctionDef, predicate, depth: int) -> Optional[tuple]:
     """(file, call) of the first call satisfying `predicate` in `function` or the local functions and
-    methods it calls, at most `depth` calls deep."""
+    methods it calls, at most `depth` calls deep, on the path that runs when nothing fails: calls in
+    `except` bodies (a replacement sample drawn when one cannot be read) are left out."""
     todo, seen = [(file, function, 0)], set()
     while todo:
         current_file, current, level = todo.pop(0)
@@ -53,7 +54,8 @@ def first_call(project: Project, file: FileFacts, function: FunctionDef, predica
         if key in seen:
             continue
         seen.add(key)
-        calls = [fact for fact in _scope_facts(current_file, current.qualname) if isinstance(fact, Call)]
+        calls = [fact for fact in _scope_facts(current_file, current.qualname)
+                 if isinstance(fact, Call) and not fact.in_handler]
         for call in calls:
             if predicate(call):
                 return current_file, call
