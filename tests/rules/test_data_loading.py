@@ -303,3 +303,15 @@ def test_a_replacement_drawn_only_when_a_sample_fails_to_load_is_left_alone(tmp_
     assert findings(tmp_path, files, "ACL110") == []
     files = _program(draw="1.0", extra={"datasets/images.py": retry.replace("except OSError:", "finally:")})
     assert len(findings(tmp_path / "finally", files, "ACL110")) == 1
+
+
+def test_one_finding_per_draw_and_a_seeded_generator_is_named(tmp_path):
+    """Two loaders of one builder reaching the same draw give one finding; with generator= the message
+    no longer blames earlier global draws, only the worker split."""
+    files = _program(loader_args=", num_workers=4, generator=torch.Generator().manual_seed(0)")
+    files["train.py"] = files["train.py"].replace(
+        "        model = torch.nn.Linear",
+        "        again = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2)\n        model = torch.nn.Linear")
+    found = findings(tmp_path, files, "ACL110")
+    assert [(f.path, f.line) for f in found] == [("train.py", 9)]
+    assert "num_workers." in found[0].message and "global torch generator" not in found[0].message

@@ -280,11 +280,13 @@ class RandomDrawsInWorkers(ProgramRule):
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         for found in loader_draws(ctx, in_workers=True):
+            # With generator= the base seed is fixed; what remains is which worker loads the sample.
+            base = "" if found.loader.fact.arg("generator") is not None else \
+                " and with earlier draws from the global torch generator"
             ctx.report(self, found.loader.file, found.loader.fact.node,
                        f"{found.describe()} runs in DataLoader workers with no worker_init_fn: each worker reseeds "
                        "random/NumPy from the loader's base seed and its worker id, so the main process's seeds "
-                       "never reach it and the draw a sample gets changes with num_workers and with earlier draws "
-                       "from the global torch generator.",
+                       f"never reach it and the draw a sample gets changes with num_workers{base}.",
                        fix="derive the draw from the sample (np.random.default_rng((seed, epoch, index))), or "
                        "pass worker_init_fn and a seeded generator= and keep num_workers equal on both sides")
 
@@ -316,7 +318,7 @@ def loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
 def _find_loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
     depth = _table()["datasets"]["max_depth"]
     code = _WorkerCode(ctx)
-    out = []
+    out, seen = [], set()
     for loader in _loaders(ctx):
         workers = runs_workers(loader.fact)
         if workers != in_workers or (workers and worker_init_fn(loader.fact) is not None):
@@ -324,7 +326,10 @@ def _find_loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
         for label, file, function in code.roots(loader):
             found = first_call(ctx.project, file, function, _draws, depth)
             if found is not None:
-                out.append(LoaderDraw(loader, label, *found))
+                # One finding per draw: the branches of a generic loader builder all reach the same dataset.
+                if (found[0].abspath, found[1].node) not in seen:
+                    seen.add((found[0].abspath, found[1].node))
+                    out.append(LoaderDraw(loader, label, *found))
                 break
     return out
 
