@@ -90,7 +90,7 @@ def test_score_is_passing_items_over_all_items(scanned, fingerprints):
     assert rows["seed"].status == PASS and rows["runtime"].status == PASS
     passed = sum(1 for item in report.checklist if item.status == PASS)
     assert report.passed == passed and report.score == round(100 * passed / len(report.checklist))
-    assert "÷ all 9 checklist items" in report.formula
+    assert "÷ all 10 checklist items" in report.formula
 
 
 def test_deselected_family_is_not_checked_and_says_why(scanned):
