@@ -64,7 +64,7 @@ def test_checklist_statuses_counts_and_reasons(watched, report):
     score = int(page.get_attribute(".score-number", "data-score"))
     passed = sum(1 for row in rows if row["status"] == "pass")
     assert score == round(100 * passed / len(rows))
-    assert "÷ all 9 checklist items" in page.inner_text("#formula")
+    assert "÷ all 10 checklist items" in page.inner_text("#formula")
     assert "broken.py" in page.inner_text("#errors")
 
 
