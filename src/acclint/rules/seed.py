@@ -89,7 +89,8 @@ _NUMPY_DOC = RuleDoc(
     "(`np.random.seed`, or a helper such as `transformers.set_seed`, `mindspore.set_seed`).",
     why="Data shuffling, masking and augmentation written with `np.random.*` then differ on every run, "
     "so the GPU run and the NPU run see different batches from step 0 and their loss curves cannot be "
-    "compared. A program that never calls `np.random.*` itself gets an info finding: libraries may still draw from it.",
+    "compared. A program that never calls `np.random.*` itself (nor in the dataset, transforms or collate function "
+    "of a DataLoader without workers) gets an info finding: libraries may still draw from it.",
     fix="Seed NumPy at the start of the entry point, before data is built: `np.random.seed(seed)`, "
     "or call one seed-everything helper on both sides.",
 )
@@ -109,7 +110,8 @@ class UnseededPythonRandom(UnseededGenerator):
         "`lightning.seed_everything`, `accelerate.utils.set_seed`, `msprobe seed_all`).",
         why="`random.shuffle`, `random.choice` and friends then produce another order on every run; the GPU "
         "and NPU runs start from different data and no later comparison means anything. Info when the program "
-        "never calls `random.*` itself.",
+        "never calls `random.*` itself (nor in the dataset, transforms or collate function of a DataLoader without "
+        "workers; draws in workers are ACL110's).",
         fix="Call `random.seed(seed)` (or one seed-everything helper) at the top of the entry point on both sides.",
     )
     invalid = (
