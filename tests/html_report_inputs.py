@@ -68,3 +68,12 @@ def capture_fingerprints(folder: Path) -> tuple[Path, Path]:
         return fingerprint.save(path)
 
     return one(1e-5, folder / "gpu.json"), one(0.1, folder / "npu.json")
+
+
+def checklist_size(rules) -> int:
+    """Rows of the report's checklist for these installed rules: the checklist table's items, and one
+    generic row per rule category the table does not know yet."""
+    from acclint.reports.html_model import checklist_items
+
+    known = {item.key for item in checklist_items()}
+    return len(known) + len({rule.category for rule in rules} - known)

@@ -588,9 +588,9 @@ def test_config_option_points_at_another_file(project, tmp_path):
     assert_no_traceback(missing.output)
 
     bad = tmp_path / "elsewhere" / "bad.toml"
-    bad.write_text('[tool.acclint]\nignore = ["ACL9"]\n', encoding="utf-8")
+    bad.write_text('[tool.acclint]\nignore = ["ACL99"]\n', encoding="utf-8")
     result = invoke("scan", ".", "--config", bad)
-    assert result.exit_code == 2 and "ACL9" in result.output and "bad.toml" in result.output
+    assert result.exit_code == 2 and "ACL99" in result.output and "bad.toml" in result.output
 
 
 # --------------------------------------------------------------------------------------------

@@ -85,6 +85,7 @@ class Call:
     assigned_to: Optional[str] = None  # `x = Foo(...)` records "x"
     names: frozenset = frozenset()  # qualified names of the callee (filled after the pass)
     in_loop: bool = False  # inside a `for`/`while` body of its own function
+    in_handler: bool = False  # inside an `except` body: runs only when something failed
     guard: Optional["Guard"] = None  # the innermost `if` (or `a if c else b`) it runs under
     receiver: Optional[Value] = None  # for `expr.method(...)`: the summarised `expr`
     flag_guards: tuple = ()  # FlagGuards of the enclosing `if`s in this function, outermost first
@@ -215,6 +216,18 @@ class KeyWrite:
 
 
 @dataclass(slots=True)
+class Division:
+    """`a / b` or `a /= b` with a (dotted) name on the right: how a value is normalised
+    (`loss = loss / args.gradient_accumulation_steps`)."""
+
+    node: int
+    left: Value
+    right: Value
+    scope: str
+    order: int
+
+
+@dataclass(slots=True)
 class Import:
     module: str  # absolute, or with leading dots for relative imports
     name: Optional[str]  # imported member for `from m import name`
@@ -268,6 +281,9 @@ class FileFacts:
     blocks: list = field(default_factory=list)  # Block, in source order
     name_uses: list = field(default_factory=list)  # NameUse of names holding file listings
     references: list = field(default_factory=list)  # Reference to this file's functions/classes or imported names
+    divisions: list = field(default_factory=list)  # Division, in source order
+    # Dotted names used as bounds of a slice (`logits[..., :vocab_size]` gives "vocab_size").
+    slice_bounds: set = field(default_factory=set)
     main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)

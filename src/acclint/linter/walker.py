@@ -251,6 +251,7 @@ class _State:
     owner: Optional[str] = None  # class whose body we are in
     in_main: bool = False
     in_fallback: bool = False
+    in_handler: bool = False  # inside an `except` body
     in_loop: bool = False
     guard: Optional[F.Guard] = None
     flag_guards: tuple = ()  # F.FlagGuards of the enclosing `if`s (reset at each function)
@@ -373,6 +374,7 @@ class FileWalker:
             guard=state.guard,
             flag_guards=state.flag_guards,
             sinks=state.sinks,
+            in_handler=state.in_handler,
         )
         if state.sinks and call.method in _LISTING_METHODS:
             self.tracked.update((state.scope, s[5:]) for s in state.sinks if s.startswith("name:"))
@@ -403,6 +405,12 @@ class FileWalker:
         return None
 
     def _subscript(self, node: cst.Subscript, state: _State, stack: list):
+        for element in node.slice:
+            if type(element.slice) is cst.Slice:  # `x[..., :n]`: a bound that cuts a dimension
+                for bound in (element.slice.lower, element.slice.upper):
+                    dotted = dotted_name(bound) if bound is not None else None
+                    if dotted:
+                        self.facts.slice_bounds.add(dotted)
         self._children_in(node, ("slice",), state, state, stack)
         self._sunk_children(node, ("value",), state, stack, "[]")
         return None
@@ -458,7 +466,16 @@ class FileWalker:
                 scope=state.scope, order=self._next_order(), in_main=state.in_main,
                 in_loop=state.in_loop, guard=state.guard,
             ))
+        elif type(node.operator) is cst.Divide:
+            self._division(node, node.left, node.right, state)
         return state
+
+    def _division(self, node, left, right, state: _State) -> None:
+        """`a / name` (or `a /= name`): a normalisation rules can read; a literal divisor is arithmetic."""
+        if dotted_name(right) is not None:
+            self.facts.divisions.append(F.Division(node=self._node(node), left=self._value(left),
+                                                   right=self._value(right), scope=state.scope,
+                                                   order=self._next_order()))
 
     def _import(self, node: cst.Import, state: _State, stack: list):
         for alias in node.names:
@@ -544,6 +561,8 @@ class FileWalker:
         return None
 
     def _aug_assign(self, node: cst.AugAssign, state: _State, stack: list):
+        if type(node.operator) is cst.DivideAssign:  # `loss /= steps`
+            self._division(node, node.target, node.value, state)
         if type(node.target) is cst.Name:  # `files += glob.glob(...)`
             self._sunk_children(node, ("value",), state, stack, "name:" + node.target.value)
             return None
@@ -655,6 +674,11 @@ class FileWalker:
             self.facts.name_assignments.append(F.NameAssignment(name, item.value, item.scope, order))
         return None
 
+    def _except(self, node: cst.ExceptHandler, state: _State, stack: list):
+        self._children_in(node, ("body",), state, dataclasses.replace(state, in_handler=True), stack)
+        self._children_in(node, ("type", "name"), state, state, stack)
+        return None
+
     def _try(self, node: cst.Try, state: _State, stack: list):
         if not _catches_import_error(node):
             return state
@@ -722,6 +746,7 @@ _HANDLERS = {
     cst.While: FileWalker._loop,
     cst.BinaryOperation: FileWalker._matmul,
     cst.Try: FileWalker._try,
+    cst.ExceptHandler: FileWalker._except,
 }
 
 

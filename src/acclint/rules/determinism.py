@@ -11,6 +11,7 @@ from acclint.linter.frameworks import loads_transfer_to_npu
 from acclint.linter.project import launch_trains
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
+from acclint.rules.data_loading import runs_workers, worker_init_fn
 from acclint.rules.deterministic_ops import nondeterministic_uses
 from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
@@ -1033,10 +1034,7 @@ class DataLoaderWorkersUnseeded(ProgramRule):
         if not _seeded(facts) or not ({"numpy-random", "python-random"} & set(facts.uses)):
             return
         for step in _dataloaders(ctx):
-            workers = step.fact.arg("num_workers", 5)
-            count = workers.value.literal if workers is not None else 0
-            many = workers is not None and (not isinstance(count, int) or count > 0)
-            if many and step.fact.arg("generator") is None and step.fact.arg("worker_init_fn", 8) is None:
+            if runs_workers(step.fact) and step.fact.arg("generator") is None and worker_init_fn(step.fact) is None:
                 ctx.report(self, step.file, step.fact.node, "worker seeds come from the global torch generator "
                            "(no generator=, no worker_init_fn=).", fix="pass generator=torch.Generator().manual_seed(seed)",
                            autofix=_SEEDED_GENERATOR)

@@ -373,15 +373,24 @@ def _env(name: str, value: Optional[str], source: Source, env_table: dict, out: 
 # -- what the program uses -------------------------------------------------------------------
 
 
+def global_draw(name: str) -> Optional[str]:
+    """"numpy-random" / "python-random" when the qualified name draws from NumPy's or Python's
+    module-level generator (the global state `np.random.seed` / `random.seed` fixes), else None."""
+    rng = table("usage")["global_rng"]
+    if name.startswith(rng["numpy_prefix"]) and name[len(rng["numpy_prefix"]):] not in rng["numpy_exempt"]:
+        return "numpy-random"
+    head, _, member = name.partition(".")
+    if head + "." == rng["python_prefix"] and member and "." not in member and member not in rng["python_exempt"]:
+        return "python-random"
+    return None
+
+
 def _usage(step: Step, call: Call, out: ProgramFacts) -> None:
     usage = table("usage")
-    rng = usage["global_rng"]
     for name in call.names:
-        if name.startswith(rng["numpy_prefix"]) and name[len(rng["numpy_prefix"]):] not in rng["numpy_exempt"]:
-            out.uses.setdefault("numpy-random", step)
-        head, _, member = name.partition(".")
-        if head + "." == rng["python_prefix"] and member and "." not in member and member not in rng["python_exempt"]:
-            out.uses.setdefault("python-random", step)
+        generator = global_draw(name)
+        if generator is not None:
+            out.uses.setdefault(generator, step)
         if name in usage["cudnn_layers"] or any(name.startswith(p) for p in usage["cudnn_layers"] if p.endswith(".")):
             out.uses.setdefault("cudnn-layers", step)
         if name in usage["dataloaders"]:
@@ -466,4 +475,4 @@ def first_model_label(step: Step) -> str:
         else f"{callee}()"
 
 
-__all__ = ["OptionalSeed", "Program", "ProgramFacts", "Source", "first_model_label", "program_facts"]
+__all__ = ["OptionalSeed", "global_draw", "Program", "ProgramFacts", "Source", "first_model_label", "program_facts"]

@@ -11,6 +11,7 @@ from acclint.linter.edits import InsertLine, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, absence, at_entry_start, where
+from acclint.rules.data_loading import loader_draws
 from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts, first_model_label
 from acclint.rules.flags import passed_by_launch, runs_only_when
@@ -64,8 +65,13 @@ class UnseededGenerator(ProgramRule):
         if self.generator in facts.seeded:
             return
         use = facts.uses.get(self.used_by) if self.used_by else None
-        severity = "warning" if (use is not None or not self.used_by) else "info"
+        # A dataset loaded in the main process draws there too, although the flow never enters its
+        # `__getitem__` (the DataLoader calls it); draws in worker processes are ACL110's.
+        loaded = None if use is not None or not self.used_by else next(
+            (d for d in loader_draws(ctx, in_workers=False) if d.generator == self.used_by), None)
+        severity = "warning" if (use is not None or loaded is not None or not self.used_by) else "info"
         detail = (f"; {use.fact.callee}() at {where(use)} draws from it" if use is not None
+                  else f"; {loaded.describe()} draws from it" if loaded is not None
                   else "" if not self.used_by else
                   "; nothing here draws from it directly, but libraries the run calls may")
         helpers = [f"`{fn.qualname}` ({file.path}:{file.spans[fn.node].line})"
@@ -83,7 +89,8 @@ _NUMPY_DOC = RuleDoc(
     "(`np.random.seed`, or a helper such as `transformers.set_seed`, `mindspore.set_seed`).",
     why="Data shuffling, masking and augmentation written with `np.random.*` then differ on every run, "
     "so the GPU run and the NPU run see different batches from step 0 and their loss curves cannot be "
-    "compared. A program that never calls `np.random.*` itself gets an info finding: libraries may still draw from it.",
+    "compared. A program that never calls `np.random.*` itself (nor in the dataset, transforms or collate function "
+    "of a DataLoader without workers) gets an info finding: libraries may still draw from it.",
     fix="Seed NumPy at the start of the entry point, before data is built: `np.random.seed(seed)`, "
     "or call one seed-everything helper on both sides.",
 )
@@ -103,7 +110,8 @@ class UnseededPythonRandom(UnseededGenerator):
         "`lightning.seed_everything`, `accelerate.utils.set_seed`, `msprobe seed_all`).",
         why="`random.shuffle`, `random.choice` and friends then produce another order on every run; the GPU "
         "and NPU runs start from different data and no later comparison means anything. Info when the program "
-        "never calls `random.*` itself.",
+        "never calls `random.*` itself (nor in the dataset, transforms or collate function of a DataLoader without "
+        "workers; draws in workers are ACL110's).",
         fix="Call `random.seed(seed)` (or one seed-everything helper) at the top of the entry point on both sides.",
     )
     invalid = (

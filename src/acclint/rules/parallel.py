@@ -1,0 +1,397 @@
+"""Results that depend on the number of cards or on the parallel layout (category `parallel`).
+
+A GPU run on 8 cards and an NPU run on 16 (or with another tensor-parallel size) are one experiment
+only when the maths does not see how the batch and the model are split. These rules find code whose
+result changes with that split: batch statistics of the local batch, means over micro-batches of
+varying token counts, and softmax over padding that grows with the tensor-parallel size.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from functools import lru_cache
+from typing import Optional
+
+from acclint.knowledge import table
+from acclint.linter.context import ProgramContext
+from acclint.linter.facts import Call, FileFacts
+from acclint.linter.rulebase import Example, RuleDoc
+from acclint.rules.base import ProgramRule
+from acclint.rules.program_facts import ProgramFacts
+from acclint.rules.reach import mentions_any, program_calls, reached_scopes
+
+
+def _table() -> dict:
+    return table("parallel")
+
+
+def _last(dotted: Optional[str]) -> str:
+    return (dotted or "").rsplit(".", 1)[-1]
+
+
+def _where(file: FileFacts, call) -> str:
+    return f"{file.path}:{file.spans[call.node].line}"
+
+
+# -- BatchNorm under data parallelism -----------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _bn_builders() -> re.Pattern:
+    return re.compile(_table()["batch_norm"]["model_builders"])
+
+
+def _builds_batch_norm(call: Call) -> bool:
+    bn = _table()["batch_norm"]
+    return bool(call.names & frozenset(bn["layers"])) or any(_bn_builders().fullmatch(n) for n in call.names)
+
+
+def _syncs_batch_norm(call: Call) -> bool:
+    bn = _table()["batch_norm"]
+    return bool(call.names & frozenset(bn["sync"])) or call.method in bn["sync_methods"]
+
+
+class BatchNormWithoutSync(ProgramRule):
+    code = "ACL901"
+    name = "batchnorm-without-sync"
+    category = "parallel"
+    severity = "warning"
+    maturity = "preview"
+    summary = "BatchNorm in a DDP/FSDP program that never converts it to SyncBatchNorm"
+    frameworks = ("torch",)
+    tensor_framework = "torch"
+    doc = RuleDoc(
+        what="Reports, once per program, a model with `BatchNorm1d/2d/3d` layers (or a torchvision builder whose "
+        "network holds them) wrapped in `DistributedDataParallel` or FSDP, when nothing in the program converts "
+        "them (`nn.SyncBatchNorm.convert_sync_batchnorm`, `nn.SyncBatchNorm`).",
+        why="Plain BatchNorm normalises each card's activations with the mean and variance of that card's share "
+        "of the batch, and tracks running statistics from it. The share is the global batch divided by the number "
+        "of cards: the GPU run on 8 cards and the NPU run on 16 normalise with statistics of 32 and 16 samples, "
+        "so activations, gradients and the saved running statistics differ from step 0. SyncBatchNorm all-reduces "
+        "the statistics over the process group, so every layout sees those of the global batch.",
+        fix="`model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` before wrapping it in DDP (or keep the "
+        "per-card batch equal on both sides).",
+        references=("docs/knowledge/parallel.md#batchnorm-under-data-parallelism",
+                    "https://github.com/MCG-NJU/TDN/issues/22",
+                    "https://github.com/ultralytics/yolov5/pull/401",
+                    "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html"),
+    )
+    invalid = (
+        Example({
+            "train.py": """
+                import torch
+                import torch.distributed as dist
+                from torch.nn.parallel import DistributedDataParallel
+
+                from net import Classifier
+
+
+                if __name__ == "__main__":
+                    dist.init_process_group("hccl")
+                    model = DistributedDataParallel(Classifier())  # expect: ACL901
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    model(torch.ones(4, 3, 8, 8)).sum().backward()
+                    optimizer.step()
+            """,
+            "net.py": """
+                import torch
+
+
+                class Classifier(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.conv = torch.nn.Conv2d(3, 8, 3)
+                        self.bn = torch.nn.BatchNorm2d(8)
+
+                    def forward(self, x):
+                        return self.bn(self.conv(x))
+            """,
+        }, "the BatchNorm is built in another module of the program"),
+    )
+    valid = (
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel
+
+
+            if __name__ == "__main__":
+                dist.init_process_group("hccl")
+                net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8))
+                net = torch.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+                model = DistributedDataParallel(net)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(4, 3, 8, 8)).sum().backward()
+                optimizer.step()
+        """),
+        Example.script("""
+            import torch
+
+
+            if __name__ == "__main__":
+                model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8))
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(4, 3, 8, 8)).sum().backward()
+                optimizer.step()
+        """, "one card: the batch statistics are those of the whole batch"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        wrappers = frozenset(_table()["data_parallel"]["wrappers"])
+        wrap = next((step for step in ctx.program.calls() if step.fact.names & wrappers), None)
+        if wrap is None:
+            return
+        norm = next((step for step in ctx.program.calls() if _builds_batch_norm(step.fact)), None)
+        if norm is None or mentions_any(ctx.program, _syncs_batch_norm):
+            return
+        ctx.report(self, wrap.file, wrap.fact.node,
+                   f"{norm.fact.callee}() at {_where(norm.file, norm.fact)} normalises with the statistics of each "
+                   "card's share of the batch, and nothing in the program converts it to SyncBatchNorm: runs on "
+                   "another number of cards (8 GPUs, 16 NPUs) see other batch statistics from step 0.",
+                   fix="model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping it")
+
+
+# -- mean losses averaged over accumulation steps ----------------------------------------------
+
+
+def _token_mean_loss(call: Call) -> bool:
+    """A cross entropy that ignores padded targets and averages over the targets it keeps."""
+    ce = _table()["cross_entropy"]
+    if not call.names & frozenset(ce["calls"]) or call.arg(ce["ignore_keyword"]) is None:
+        return False
+    reduction = call.arg(ce["reduction"]["keyword"])
+    return reduction is None or reduction.value.literal in ce["reduction"]["mean"]
+
+
+def _accumulation_division(division) -> bool:
+    acc = _table()["accumulation"]
+    if _last(division.right.dotted) not in acc["steps"]:
+        return False
+    left = (division.left.dotted or division.left.base or "").lower()
+    return any(word in left for word in acc["loss_words"])
+
+
+class MeanLossOverAccumulation(ProgramRule):
+    code = "ACL902"
+    name = "mean-loss-over-accumulation"
+    category = "parallel"
+    severity = "warning"
+    maturity = "preview"
+    summary = "A per-micro-batch mean loss with ignored (padded) targets divided by the accumulation steps"
+    frameworks = ("torch",)
+    tensor_framework = "torch"
+    doc = RuleDoc(
+        what="Reports `loss / gradient_accumulation_steps` (or a similar name) in a program whose cross entropy "
+        "ignores padded targets (`ignore_index=`) and averages over the targets of each micro-batch "
+        "(`reduction=\"mean\"`, the default).",
+        why="Each micro-batch's mean is taken over its own number of real tokens. Dividing by the number of "
+        "micro-batches then weights a token of a short micro-batch more than one of a long micro-batch: the loss "
+        "and the gradient are not those of the whole batch, and they change with how the global batch is split. "
+        "A GPU run with 8 cards x 4 accumulation steps and an NPU run with 16 cards x 2 steps see the same "
+        "samples and still compute other gradients.",
+        fix="Sum the token losses (`reduction=\"sum\"`) and divide by the number of non-ignored targets of the "
+        "whole accumulation window (all-reduced over the data-parallel ranks), or keep micro-batch size, "
+        "accumulation steps and card count equal on both sides.",
+        references=("docs/knowledge/parallel.md#loss-normalisation-under-gradient-accumulation",
+                    "https://github.com/huggingface/transformers/issues/24725",
+                    "https://github.com/meta-pytorch/torchtune/pull/1875"),
+    )
+    invalid = (
+        Example({
+            "train.py": """
+                import torch
+                import torch.nn.functional as F
+
+                from config import args
+
+
+                def train(model, loader, optimizer):
+                    for step, (tokens, labels) in enumerate(loader):
+                        logits = model(tokens)
+                        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+                        loss = loss / args.gradient_accumulation_steps  # expect: ACL902
+                        loss.backward()
+                        if (step + 1) % args.gradient_accumulation_steps == 0:
+                            optimizer.step()
+                            optimizer.zero_grad()
+
+
+                if __name__ == "__main__":
+                    model = torch.nn.Linear(4, 10)
+                    train(model, [], torch.optim.AdamW(model.parameters()))
+            """,
+            "config.py": """
+                class args:
+                    gradient_accumulation_steps = 4
+            """,
+        }),
+    )
+    valid = (
+        Example.script("""
+            import torch
+            import torch.nn.functional as F
+
+
+            def train(model, loader, optimizer, accumulation_steps):
+                for step, (tokens, labels) in enumerate(loader):
+                    logits = model(tokens)
+                    loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum")
+                    loss = loss / loader.tokens_per_update
+                    loss.backward()
+                    if (step + 1) % accumulation_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+
+
+            if __name__ == "__main__":
+                model = torch.nn.Linear(4, 10)
+                train(model, [], torch.optim.AdamW(model.parameters()), 4)
+        """, "summed token losses divided by the tokens of the whole update"),
+        Example.script("""
+            import torch
+            import torch.nn.functional as F
+
+
+            def train(model, loader, optimizer, accumulation_steps):
+                for step, (images, labels) in enumerate(loader):
+                    loss = F.cross_entropy(model(images), labels)
+                    loss = loss / accumulation_steps
+                    loss.backward()
+                    if (step + 1) % accumulation_steps == 0:
+                        optimizer.step()
+
+
+            if __name__ == "__main__":
+                model = torch.nn.Linear(4, 10)
+                train(model, [], torch.optim.AdamW(model.parameters()), 4)
+        """, "one label per sample, none ignored: every micro-batch mean has the same weight"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        reached = reached_scopes(ctx.program)
+        divisions = [(file, division) for file in ctx.program.files for division in file.divisions
+                     if (file.abspath, division.scope) in reached and _accumulation_division(division)]
+        if not divisions:
+            return  # divisions are few: look for the loss (every call of the program) only when one matches
+        loss = next(((file, call) for file, call in program_calls(ctx.program) if _token_mean_loss(call)), None)
+        if loss is None:
+            return
+        for file, division in divisions:
+            ctx.report(self, file, division.node,
+                       f"the mean loss of each micro-batch ({loss[1].callee} with ignore_index at "
+                       f"{_where(*loss)}) is divided by {division.right.dotted}: micro-batches with fewer "
+                       "real tokens weigh more, so the loss and gradients change with how the batch is split "
+                       "into micro-batches and cards.",
+                       fix='sum the token losses (reduction="sum") and divide by the non-ignored targets of '
+                       "the whole accumulation window, all-reduced over ranks")
+
+
+# -- cross entropy over a padded vocabulary ----------------------------------------------------
+
+
+_PADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # FileFacts -> whether it pads
+
+
+def _pads_vocabulary(file: FileFacts) -> bool:
+    """Whether the file names a padded vocabulary; read once per file, whatever number of programs reach it."""
+    known = _PADS.get(file)
+    if known is None:
+        known = _PADS[file] = _names_padding(file)
+    return known
+
+
+def _names_padding(file: FileFacts) -> bool:
+    names = frozenset(_table()["padded_vocab"]["names"])
+    if any(a.name in names for a in file.name_assignments) or any(_last(a.target) in names for a in file.assignments):
+        return True
+    for call in file.calls:
+        if call.method in names or any(arg.keyword in names or _last(arg.value.dotted) in names for arg in call.args):
+            return True
+    return False
+
+
+def _vocabulary_loss(call: Call) -> bool:
+    ce = _table()["cross_entropy"]
+    return bool(call.names & frozenset(ce["calls"])) or call.method in ce["vocab_parallel_methods"]
+
+
+class PaddedVocabularyCrossEntropy(ProgramRule):
+    code = "ACL903"
+    name = "padded-vocab-cross-entropy"
+    category = "parallel"
+    severity = "info"
+    maturity = "preview"
+    summary = "Cross entropy over logits of a padded vocabulary that are neither sliced nor masked to the real size"
+    frameworks = ("torch",)
+    tensor_framework = "torch"
+    doc = RuleDoc(
+        what="Reports a cross entropy in a program that pads its vocabulary (`padded_vocab_size`, "
+        "`make_vocab_size_divisible_by`) when the file computing it never slices logits back to the real "
+        "vocabulary (`logits[..., :vocab_size]`).",
+        why="Megatron-style models pad the vocabulary to a multiple of `make_vocab_size_divisible_by` times the "
+        "tensor-parallel size, so the output layer has extra rows. Their logits enter the softmax's denominator "
+        "unless they are cut or masked: the loss then depends on how many padded rows there are, that is on the "
+        "tensor-parallel size. A GPU run with TP=8 and an NPU run with TP=4 pad to different sizes and compute "
+        "other losses from the same weights.",
+        fix="Slice the logits to the real vocabulary (`logits[..., :vocab_size]`) or mask the padded columns to "
+        "-inf before the loss; or pad both runs to the same size (`--make-vocab-size-divisible-by` chosen so "
+        "that the padded size is equal for both tensor-parallel sizes).",
+        references=("docs/knowledge/parallel.md#padded-vocabulary-under-tensor-parallelism",
+                    "https://github.com/NVIDIA/Megatron-LM/issues/1754"),
+    )
+    invalid = (
+        Example({
+            "train.py": """
+                import torch
+                import torch.nn.functional as F
+
+                from vocab import padded_size
+
+
+                if __name__ == "__main__":
+                    padded_vocab_size = padded_size(50257, 128, 8)
+                    head = torch.nn.Linear(16, padded_vocab_size)
+                    logits = head(torch.ones(4, 16))
+                    loss = F.cross_entropy(logits, torch.zeros(4, dtype=torch.long))  # expect: ACL903
+                    loss.backward()
+                    torch.optim.SGD(head.parameters(), lr=0.1).step()
+            """,
+            "vocab.py": """
+                def padded_size(vocab_size, divisible_by, tensor_parallel):
+                    multiple = divisible_by * tensor_parallel
+                    return (vocab_size + multiple - 1) // multiple * multiple
+            """,
+        }),
+    )
+    valid = (
+        Example.script("""
+            import torch
+            import torch.nn.functional as F
+
+
+            if __name__ == "__main__":
+                vocab_size = 50257
+                padded_vocab_size = 51200
+                head = torch.nn.Linear(16, padded_vocab_size)
+                logits = head(torch.ones(4, 16))[..., :vocab_size]
+                loss = F.cross_entropy(logits, torch.zeros(4, dtype=torch.long))
+                loss.backward()
+                torch.optim.SGD(head.parameters(), lr=0.1).step()
+        """, "logits cut back to the real vocabulary"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        if not any(_pads_vocabulary(file) for file in ctx.program.files):
+            return
+        real = frozenset(_table()["padded_vocab"]["real"])
+        for file, call in program_calls(ctx.program):
+            if _vocabulary_loss(call) and not any(_last(bound) in real for bound in file.slice_bounds):
+                ctx.report(self, file, call.node,
+                           f"{call.callee} over logits of a padded vocabulary: the padded rows enter the softmax, "
+                           "and their number grows with the tensor-parallel size, so the loss depends on the layout.",
+                           fix="slice the logits to the real vocabulary (logits[..., :vocab_size]) or mask the "
+                           "padded columns before the loss")
+
+
+RULES = [BatchNormWithoutSync(), MeanLossOverAccumulation(), PaddedVocabularyCrossEntropy()]
