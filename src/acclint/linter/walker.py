@@ -138,7 +138,7 @@ def summarise_chain(node: cst.CSTNode, calls: Optional[list] = None) -> tuple:
 
 
 _CONDITIONS = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.UnaryOperation)
-_ARITHMETIC = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
+_ARITHMETIC = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.MatrixMultiply: "@"}
 _COMPARISONS = {cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
                 cst.GreaterThan: ">", cst.GreaterThanEqual: ">="}
 

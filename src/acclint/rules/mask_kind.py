@@ -17,7 +17,7 @@ from typing import Optional
 
 from acclint.knowledge import table
 from acclint.linter.facts import MODULE_SCOPE, Arg, FileFacts, Value
-from acclint.rules.flow import cached
+from acclint.rules.flow import assigned_before
 
 _DEPTH = 6
 
@@ -82,36 +82,19 @@ def is_negative_constant(facts: FileFacts, value: Optional[Value], scope: str = 
             inner.base_call and inner.base == "float" and bool(inner.base_args) and
             str(inner.base_args[0].value.literal).lower() in ("inf", "infinity"))
     if value.dotted and "." not in value.dotted and scope:
-        held = _assigned(facts, value.dotted, scope, order)
+        held = assigned_before(facts, value.dotted, scope, order)
         return held is not None and is_negative_constant(facts, held[1], scope, held[0], depth + 1)
     return False
 
 
-def _assigned(facts: FileFacts, name: str, scope: str, order: int) -> Optional[tuple]:
-    """(order, Value) of the last `name = ...` in `scope` before `order`."""
-    best = None
-    for assignment in cached(facts, "assignments-by-scope", _by_scope).get((scope, name), ()):
-        if assignment.order >= order:
-            break
-        best = assignment
-    return (best.order, best.value) if best is not None else None
-
-
-def _by_scope(facts: FileFacts) -> dict:
-    found: dict = {}
-    for assignment in facts.name_assignments:
-        found.setdefault((assignment.scope, assignment.name), []).append(assignment)
-    return found
-
-
 def _name(facts: FileFacts, name: str, scope: str, order: int, depth: int) -> Optional[Kind]:
-    held = _assigned(facts, name, scope, order)
+    held = assigned_before(facts, name, scope, order)
     if held is None and scope != MODULE_SCOPE:
         function = facts.functions.get(scope)
         if function is not None and name in function.params:
             return None  # a parameter: whatever the caller passes
         scope, order = MODULE_SCOPE, math.inf  # a module-level constant, set when the module was imported
-        held = _assigned(facts, name, scope, order)
+        held = assigned_before(facts, name, scope, order)
     if held is None:
         return None
     return kind_of(facts, held[1], scope, held[0], depth + 1)
