@@ -46,15 +46,19 @@ def kind_of(facts: FileFacts, value: Optional[Value], scope: str, order: int, de
     """The meaning of `value` as evaluated in `scope` just before `order`, or None when not known."""
     if value is None or depth > _DEPTH:
         return None
+    chain = value.chain
     if value.op is not None:
         kind = _operation(facts, value, scope, order, depth)
     elif value.base_call:
         kind = _call(facts, value, scope, order, depth)
+    elif value.base == "self" and chain and "." in scope:  # `self.helper(...)...`: a method of this class
+        kind, chain = _helper(facts, f"{scope.rsplit('.', 1)[0]}.{chain[0]}", depth), chain[1:]
     elif value.base and "." not in value.base:
         kind = _name(facts, value.base, scope, order, depth)
     else:
         kind = None
-    for index, method in enumerate(value.chain):
+    skipped = len(value.chain) - len(chain)
+    for index, method in enumerate(chain, start=skipped):
         args = value.chain_args[index] if index < len(value.chain_args) else ()
         kind = _apply(facts, kind, method, args, scope, order, depth)
         if kind is None:
@@ -136,7 +140,7 @@ def _call(facts: FileFacts, value: Value, scope: str, order: int, depth: int) ->
                         "logical_not")
     if names & _names("wheres"):
         return _where(facts, args, scope, order, depth)
-    return _helper(facts, value, scope, depth)
+    return _helper(facts, value.base or "", depth)
 
 
 def _triangle(which: str, source: Optional[Kind], args: tuple) -> Optional[Kind]:
@@ -175,11 +179,8 @@ def _where(facts: FileFacts, args: tuple, scope: str, order: int, depth: int) ->
     return Kind("additive", False, "where(..., -inf)") if condition.meaning == masked_when else None
 
 
-def _helper(facts: FileFacts, value: Value, scope: str, depth: int) -> Optional[Kind]:
-    """A local function's (or this class's method's) returns, when they all mean the same."""
-    name = value.base or ""
-    if name.startswith("self.") and "." in scope:
-        name = scope.rsplit(".", 1)[0] + name[4:]
+def _helper(facts: FileFacts, name: str, depth: int) -> Optional[Kind]:
+    """A local function's (or a method's, by qualified name) returns, when they all mean the same."""
     if name not in facts.functions:
         return None
     kinds = {kind_of(facts, r.value, name, r.order, depth + 1) for r in facts.returns if r.scope == name}
