@@ -548,8 +548,8 @@ class PythonHashSeedUnset(ProgramRule):
         "script exports it, and the program does not restart itself with it. A program that writes it into "
         "`os.environ` itself (directly, through a helper such as the guides' `seed_all`, or MindSpeed's "
         "`--npu-deterministic`) is reported at that write: it fixes only the processes started afterwards.",
-        why="String hashing is salted per process, so the iteration order of sets (and anything built from "
-        "them: vocabularies, file lists, dict-of-str orders in old code) changes from run to run. Python reads "
+        why="String hashing is salted per process, so the iteration order of sets of strings (and anything built "
+        "from them: vocabularies, label maps, file lists) changes from run to run. Python reads "
         "`PYTHONHASHSEED` once, when the interpreter starts: `os.environ['PYTHONHASHSEED'] = '0'` in the running "
         "program reaches its children (DataLoader workers started with spawn, ranks it launches) but leaves its "
         "own hash seed random.",
@@ -610,14 +610,14 @@ class PythonHashSeedUnset(ProgramRule):
             return
         in_process = facts.effects.get("pythonhashseed-children")
         if in_process is None:
-            self.report_program(ctx, f"PYTHONHASHSEED is not set for {ctx.program.entry.path}: set and dict-of-str "
-                                "iteration orders change between runs.", "export PYTHONHASHSEED=0 in the launch script",
+            self.report_program(ctx, f"PYTHONHASHSEED is not set for {ctx.program.entry.path}: the iteration order of sets "
+                                "of strings changes between runs.", "export PYTHONHASHSEED=0 in the launch script",
                                 autofix=self._autofix(ctx, at_entry_start(ctx, _RESTART, "os", "sys")))
         elif not _restarts(ctx):
             self.report_at_source(
                 ctx, in_process, f"{in_process.what} sets PYTHONHASHSEED inside the running interpreter: Python reads "
                 "it only at start-up, so it fixes the hash seed of the processes started afterwards, not of "
-                f"{ctx.program.entry.path} itself, whose set and dict-of-str orders still change between runs.",
+                f"{ctx.program.entry.path} itself, whose sets of strings still iterate in another order each run.",
                 "export PYTHONHASHSEED=0 in the launch script (or restart with os.execv once it is set)",
                 autofix=self._autofix(ctx, InsertStatement(code=_RESTART, imports=("os", "sys"))))
 
