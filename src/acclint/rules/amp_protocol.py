@@ -309,6 +309,34 @@ class CustomAmpCudaOnNpu(Rule):
             if __name__ == "__main__":
                 Scale.apply(torch.ones(2, requires_grad=True).cuda()).sum().backward()
         """, "a GPU program"),
+        Example.script("""
+            import torch
+            import torch_npu
+
+
+            class OffloadCheckpoint(torch.autograd.Function):
+                @staticmethod
+                @torch.cuda.amp.custom_fwd
+                def forward(ctx, run, x):
+                    ctx.save_for_backward(x.to("cpu"))
+                    ctx.run = run
+                    with torch.no_grad():
+                        return run(x)
+
+                @staticmethod
+                @torch.cuda.amp.custom_bwd
+                def backward(ctx, grad):
+                    (x,) = ctx.saved_tensors
+                    x = x.to("cuda").requires_grad_(True)
+                    with torch.enable_grad():
+                        torch.autograd.backward(ctx.run(x), grad)
+                    return None, x.grad
+
+
+            if __name__ == "__main__":
+                model = torch.nn.Linear(2, 2).npu()
+                OffloadCheckpoint.apply(model, torch.ones(2).npu()).sum().backward()
+        """, "a CUDA-only Function (it moves tensors to 'cuda' by name): it cannot run on NPU as written"),
     )
 
     def check_program(self, ctx: ProgramContext) -> None:
@@ -318,9 +346,11 @@ class CustomAmpCudaOnNpu(Rule):
         bare = mp_names("cuda_custom_amp_decorators")
         for facts in files:
             for call in calls_named(facts, bare | mp_names("custom_amp_decorators") | mp_names("partial_calls")):
-                if _custom_amp_device(facts, call) == "cuda":
+                if _custom_amp_device(facts, call) == "cuda" and not _names_cuda_device(facts, call.scope):
                     ctx.report(self, facts, call.node, self._message(call), fix=_FIX)
             for function in facts.functions.values():
+                if _names_cuda_device(facts, function.owner):
+                    continue
                 for decorator in function.decorators:
                     if decorator.names & bare and not decorator.base_call:  # `@torch.cuda.amp.custom_fwd`
                         ctx.report(self, facts, function.node, f"`@{decorator.dotted}` on `{function.qualname}` "
@@ -337,5 +367,22 @@ class CustomAmpCudaOnNpu(Rule):
 
 
 _FIX = "device_type=torch.accelerator.current_accelerator().type (or 'npu')"
+
+
+def _names_cuda_device(facts: FileFacts, owner: Optional[str]) -> bool:
+    """The class `owner` moves tensors to the CUDA device by name (`.cuda()`, `.to("cuda")`, `device="cuda"`):
+    CUDA-only code, which fails on an NPU (or runs under transfer_to_npu) before its autocast matters."""
+    if not owner or owner not in facts.classes:
+        return False
+    inside = owner + "."
+    for call in facts.calls:
+        if call.scope != owner and not call.scope.startswith(inside):
+            continue
+        if call.method == "cuda" and not call.names:
+            return True
+        device = call.arg("device") if call.method != "to" else call.arg("device", 0)
+        if device is not None and isinstance(device.value.literal, str) and device.value.literal.startswith("cuda"):
+            return True
+    return False
 
 RULES = [GradScalerHalfway(), CustomAmpCudaOnNpu()]
