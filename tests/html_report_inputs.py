@@ -1,7 +1,7 @@
 """Inputs for the HTML report's tests (tests/reports/test_html*.py and tests/browser/).
 
 A real scan of the bundled examples plus one unreadable file, a setup diff in the shape
-DESIGN.md gives for `acclint diff --format json`, and two real step-0 fingerprints captured
+docs/formats.md gives for `acclint diff --format json`, and two real step-0 fingerprints captured
 with torch. Importable from any test folder: the root conftest puts tests/ on sys.path.
 """
 
@@ -31,7 +31,7 @@ def line_of(path: Path, text: str) -> int:
 
 
 def diff_result(examples: Path) -> dict:
-    """`acclint diff examples/gpu examples/npu --format json` as DESIGN.md shapes it."""
+    """`acclint diff examples/gpu examples/npu --format json` as docs/formats.md shapes it."""
     gpu, npu = examples / "gpu" / "train.py", examples / "npu" / "train.py"
     return {
         "version": 1,

@@ -28,6 +28,28 @@ def _all_rules() -> list:
     return all_rules()
 
 
+def _with_plugins(rules: list, config) -> list:
+    """The built-in rules and the project-local ones the configuration names (`plugins`)."""
+    from acclint.plugins import plugin_rules
+
+    try:
+        return rules + plugin_rules(config, rules)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc))
+
+
+def _project_rules(config_path) -> list:
+    """Every rule a scan from here would know: built-ins and the nearest configuration's plugins."""
+    rules = _all_rules()
+    explicit = config_path is not None
+    try:
+        config = load_config(config_path if explicit else find_pyproject(Path.cwd()), explicit=explicit,
+                             known_codes={rule.code for rule in rules})
+    except ConfigError as exc:
+        raise click.UsageError(str(exc))
+    return _with_plugins(rules, config)
+
+
 class _LazyGroup(click.Group):
     """Loads the runtime half's command only when asked for: it needs numpy, the scanner does not.
     Also answers to ruff's command names (`check` is `scan`)."""
@@ -143,6 +165,7 @@ def scan(paths, **options) -> None:
                           extend_exclude=o.extend_exclude, respect_gitignore=o.respect_gitignore, preview=o.preview,
                           max_file_size=o.max_file_size,
                           fix=False if from_stdin else o.apply_fix)
+    rules = _with_plugins(rules, config)
     active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
     cache_root = None if o.no_cache else _cache_root(o.cache_dir, config.source)
     to_terminal_stream = o.output is None and o.fmt == "text"
@@ -230,6 +253,10 @@ def _scan_config(paths, config_path, select, ignore, exclude, fail_on, codes, *,
         explicit = config_path is not None
         config_file = config_path if explicit else find_pyproject(Path(paths[0]) if paths else Path.cwd())
         config = load_config(config_file, explicit=explicit, known_codes=codes)
+        if config.plugins:  # project-local codes are selectable on the command line too
+            from acclint.plugins import plugin_rules
+
+            codes = set(codes) | {rule.code for rule in plugin_rules(config)}
         return config.merged(
             select=validate_selectors(_split(select), codes, "--select"),
             extend_select=validate_selectors(_split(extend_select), codes, "--extend-select"),
@@ -372,10 +399,11 @@ def _emit(text: str, output, color=None) -> None:
               help="pyproject.toml to read [tool.acclint.diff] from; default: the nearest pyproject.toml.")
 @click.option("--color/--no-color", default=None, help="Colour text output [default: when writing to a terminal].")
 def diff(left, right, fmt, output, ignore, config_path, color) -> None:
-    """Compare two training setups (launch scripts, Python scripts, configs or folders); LEFT is the reference."""
+    """Compare two training setups (launch scripts, Python scripts, configs or folders) and the model code
+    in them (fused vs composed ops); LEFT is the reference."""
     from acclint.reports import render_diff
     from acclint.reports.color import color_enabled
-    from acclint.setups import SetupError, diff_setups, extract
+    from acclint.setups import SetupError, diff_paths
 
     try:
         explicit = config_path is not None
@@ -383,46 +411,74 @@ def diff(left, right, fmt, output, ignore, config_path, color) -> None:
                              known_codes={rule.code for rule in _all_rules()})
     except ConfigError as exc:
         raise click.UsageError(str(exc))
-    try:
-        sides = [extract(str(left)), extract(str(right))]
+    try:  # a side with nothing to compare is an error, not a list of one-sided settings
+        result = diff_paths(str(left), str(right), ignore=[*config.diff_ignore, *_split(ignore)])
     except SetupError as exc:
-        click.echo(f"acclint diff: {exc}", err=True)
+        for line in str(exc).splitlines():
+            click.echo(f"acclint diff: {line}", err=True)
         sys.exit(2)
-    empty = [side for side in sides if not side.settings]
-    if empty:  # nothing to compare: say what could not be read, not a list of one-sided settings
-        for side in empty:
-            reasons = "; ".join(side.problems) or "no setting acclint recognises"
-            click.echo(f"acclint diff: no training settings found in {side.path} ({reasons})", err=True)
-        sys.exit(2)
-    result = diff_setups(*sides, ignore=[*config.diff_ignore, *_split(ignore)])
     use_color = color_enabled(color, to_terminal_stream=output is None and fmt == "text", isatty=sys.stdout.isatty)
     _emit(render_diff(result, fmt, color=use_color), output, color=use_color)
     sys.exit(1 if result.mismatches else 0)
 
 
+_CONFIG_HELP = "pyproject.toml (or acclint.toml) whose `plugins` add rules; default: the nearest pyproject.toml."
+
+
 @main.command("rules")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def rules_command(fmt) -> None:
-    """List every rule."""
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help=_CONFIG_HELP)
+def rules_command(fmt, config_path) -> None:
+    """List every rule, the project's own (`plugins`) included."""
     from acclint.reports import render_rule_list
 
-    click.echo(render_rule_list(_all_rules(), fmt=fmt))
+    click.echo(render_rule_list(_project_rules(config_path), fmt=fmt))
 
 
 @main.command("rule")
 @click.argument("code")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
-def rule_command(code, fmt) -> None:
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help=_CONFIG_HELP)
+def rule_command(code, fmt, config_path) -> None:
     """Explain one rule: what it does, why it matters, an example, the fix."""
     from acclint.reports import render_rule_page
 
-    rules = {rule.code: rule for rule in _all_rules()}
+    rules = {rule.code: rule for rule in _project_rules(config_path)}
     by_name = {rule.name: rule for rule in rules.values()}
     rule = rules.get(code.upper()) or by_name.get(code)
     if rule is None:
         raise click.UsageError(f"unknown rule {code!r}; `acclint rules` lists them")
     click.echo(render_rule_page(rule, fmt=fmt))
 
+
+@main.command("test-rules")
+@click.argument("codes", nargs=-1)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help=_CONFIG_HELP)
+def test_rules_command(codes, config_path) -> None:
+    """Check rules against their own examples: the project's `plugins` rules, or the CODES given.
+    Exit 0 when every invalid example is reported where it is marked and no valid one is."""
+    from acclint.rule_examples import rule_problems
+
+    builtin = {rule.code for rule in _all_rules()}
+    rules = _project_rules(config_path)
+    wanted = {code.upper() for code in codes}
+    unknown = wanted - {rule.code for rule in rules}
+    if unknown:
+        raise click.UsageError(f"unknown rule(s) {', '.join(sorted(unknown))}; `acclint rules` lists them")
+    chosen = [rule for rule in rules if rule.code in wanted] if wanted else \
+        [rule for rule in rules if rule.code not in builtin]
+    if not chosen:
+        raise click.UsageError("no project rules to test: name codes, or list modules in [tool.acclint] plugins")
+    failed = 0
+    for rule in chosen:
+        problems = rule_problems(rule)
+        failed += bool(problems)
+        examples = len(rule.invalid) + len(rule.valid)
+        click.echo(f"{rule.code} {rule.name}: " + ("FAILED" if problems else f"{examples} example(s) pass"))
+        for problem in problems:
+            click.echo(f"  {problem}")
+    click.echo(f"{len(chosen) - failed} of {len(chosen)} rule(s) pass their examples.")
+    sys.exit(1 if failed else 0)
 
 
 # --- acclint report: the HTML migration-readiness report (scan + optional diff + fingerprints) --------
@@ -459,6 +515,7 @@ def report_command(paths, output, diff_sides, fingerprints, select, ignore, excl
     rules = _all_rules()
     config = _scan_config(paths, config_path, select, ignore, exclude, None, {rule.code for rule in rules},
                           preview=preview)
+    rules = _with_plugins(rules, config)
     try:  # every input is checked before the scan, so a typo costs no time
         check_output(output)
         diff = load_diff(*diff_sides) if diff_sides else None

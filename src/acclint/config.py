@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
+from acclint.knowledge.api_differences import parse_version
 from acclint.findings import CATEGORIES, SEVERITIES, SEVERITY_RANK, Finding
 from acclint.linter.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIME_BUDGET, LimitError, Limits, parse_seconds, parse_size
 
@@ -38,6 +39,10 @@ class Config:
     preview: bool = False  # run preview rules too (otherwise only when selected by exact code)
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE  # bytes; None: no limit
     file_time_budget: Optional[float] = DEFAULT_TIME_BUDGET  # seconds per file; None: no budget
+    plugins: list = field(default_factory=list)  # project-local rule modules, relative to the config file
+    # The MindSpore release whose documented API differences apply (ACL711); None: the installed one's,
+    # else the newest documented.
+    mindspore_version: Optional[str] = None
 
     def merged(self, *, select=None, extend_select=None, ignore=None, exclude=None, fail_on=None,
                respect_gitignore=None, fix=None, preview=None, max_file_size=None) -> "Config":
@@ -63,7 +68,8 @@ class Config:
 
 
 _KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "severity",
-         "fail-on", "respect-gitignore", "fix", "diff", "preview", "max-file-size", "file-time-budget"}
+         "fail-on", "respect-gitignore", "fix", "diff", "preview", "max-file-size", "file-time-budget",
+         "plugins", "mindspore-version"}
 _DIFF_KEYS = {"ignore"}
 
 
@@ -101,6 +107,11 @@ def _parse(section: dict, path: Path, known_codes: set) -> Config:
         raise ConfigError(f"{path}: unknown [tool.acclint] key(s): {', '.join(sorted(unknown))} "
                           f"(known: {', '.join(sorted(_KEYS))})")
     config = Config(source=path)
+    config.plugins = _strings(section.get("plugins", []), "plugins", path)
+    if config.plugins:  # their codes are selectable like the built-ins'
+        from acclint.plugins import load_plugins
+
+        known_codes = set(known_codes) | {rule.code for rule in load_plugins(config.plugins, path.parent)}
     config.select = _selectors(section.get("select", []), "select", path, known_codes)
     config.extend_select = _selectors(section.get("extend-select", []), "extend-select", path, known_codes)
     config.ignore = _selectors(section.get("ignore", []), "ignore", path, known_codes)
@@ -131,6 +142,11 @@ def _parse(section: dict, path: Path, known_codes: set) -> Config:
     config.diff_ignore = _strings(diff.get("ignore", []), "diff.ignore", path)
     if "max-file-size" in section:
         config.max_file_size = _limit(parse_size, section["max-file-size"], f"{path}: max-file-size")
+    if "mindspore-version" in section:
+        version = section["mindspore-version"]
+        if not isinstance(version, str) or parse_version(version) is None:
+            raise ConfigError(f"{path}: mindspore-version must be a version string such as \"2.4.1\", not {version!r}")
+        config.mindspore_version = version
     if "file-time-budget" in section:
         config.file_time_budget = _limit(parse_seconds, section["file-time-budget"], f"{path}: file-time-budget")
     return config

@@ -97,6 +97,11 @@ class ScanResult:
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # What the scan judged as a whole (display paths): the training programs' entry scripts and the
+    # launch scripts given. Not in the JSON contract; the HTML report says how many it found, so a
+    # scan that found no program cannot read as a pass.
+    programs: list[str] = field(default_factory=list)
+    launch_scripts: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {

@@ -13,6 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from acclint.config import Config
+from acclint.linter.engine import scan
+from acclint.reports.html import html_report
+from acclint.reports.html_inputs import load_comparison
+from acclint.reports.html_runtime import runtime_view
+from acclint.rules import all_rules
+from html_report_inputs import capture_fingerprints, copy_examples, diff_result
+
+RECIPES = 7
 CHROMIUM = os.environ.get("ACCLINT_CHROMIUM", "/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--no-first-run"]
@@ -40,6 +49,51 @@ def browser():
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="session")
+def report(tmp_path_factory):
+    """One report with every section: the bundled examples (plus copies of one recipe and an
+    unreadable file), a setup diff in the shape of docs/formats.md, and two real torch fingerprints whose
+    LayerNorm eps differs."""
+    rules = all_rules()
+    root = tmp_path_factory.mktemp("browser")
+    copy_examples(root)
+    for n in range(RECIPES):  # copies of one recipe: its findings repeat, and fold under their rule
+        shutil.copytree(root / "examples" / "gpu", root / "examples" / "recipes" / f"recipe_{n}")
+    capture_fingerprints(root)
+    here = os.getcwd()
+    os.chdir(root)  # relative paths, as a user running `acclint report examples` sees them
+    try:
+        examples = Path("examples")
+        result = scan([examples], rules, Config(), jobs=1)
+        runtime = runtime_view(*load_comparison(Path("gpu.json"), Path("npu.json")))
+        page = html_report(result, rules, base_dir=root, paths=["examples"], diff=diff_result(examples),
+                           runtime=runtime)
+    finally:
+        os.chdir(here)
+    path = root / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return {"path": path, "url": path.as_uri(), "result": result, "examples": root / "examples", "runtime": runtime}
+
+
+@pytest.fixture(scope="module")
+def axe():
+    """axe(page) -> the serious and critical violations axe-core finds in the page, as
+    (rule id, impact, first targets, why) tuples. axe-core comes from axe-playwright-python (the
+    test extra), which bundles axe.min.js: nothing is fetched."""
+    try:
+        from axe_playwright_python.sync_playwright import Axe
+    except ImportError:
+        _unavailable("axe-core for Playwright (pip install -e '.[test]')")
+    engine = Axe()
+
+    def run(page) -> list:
+        violations = engine.run(page).response["violations"]
+        return [(v["id"], v["impact"], [n["target"] for n in v["nodes"][:3]], v["help"])
+                for v in violations if v["impact"] in ("serious", "critical")]
+
+    return run
 
 
 @dataclass

@@ -1,8 +1,7 @@
 """The HTML report in a real headless Chromium: what a migration lead sees and can do.
 
-One report covers every section: the bundled examples plus an unreadable file, a setup diff in
-DESIGN.md's shape, and two real torch fingerprints whose LayerNorm eps differs. The page is
-opened from file:// as a user opens it. Set ACCLINT_SCREENSHOT=docs/report.png to refresh the
+The report (conftest.py) covers every section. The page is opened from file:// as a user opens
+it. Set ACCLINT_SCREENSHOT=docs/report.png to refresh the
 README's screenshot from this suite's browser.
 """
 
@@ -10,40 +9,14 @@ from __future__ import annotations
 
 import io
 import os
-from pathlib import Path
 
 import pytest
 
-from acclint.config import Config
-from acclint.linter.engine import scan
-from acclint.reports.html import html_report
-from acclint.reports.html_inputs import load_comparison
-from acclint.reports.html_runtime import runtime_view
 from acclint.rules import all_rules
-from html_report_inputs import BENCHMARK_FILE, BENCHMARK_TEXT, capture_fingerprints, copy_examples, diff_result, line_of
+from html_report_inputs import BENCHMARK_FILE, BENCHMARK_TEXT, line_of
 
 RULES = all_rules()
 VISIBLE_CARDS = "article.finding:not([hidden])"
-
-
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    root = tmp_path_factory.mktemp("browser")
-    copy_examples(root)
-    capture_fingerprints(root)
-    here = os.getcwd()
-    os.chdir(root)  # relative paths, as a user running `acclint report examples` sees them
-    try:
-        examples = Path("examples")
-        result = scan([examples], RULES, Config(), jobs=1)
-        runtime = runtime_view(*load_comparison(Path("gpu.json"), Path("npu.json")))
-        page = html_report(result, RULES, base_dir=root, paths=["examples"], diff=diff_result(examples),
-                           runtime=runtime)
-    finally:
-        os.chdir(here)
-    path = root / "report.html"
-    path.write_text(page, encoding="utf-8")
-    return {"path": path, "url": path.as_uri(), "result": result, "examples": root / "examples", "runtime": runtime}
 
 
 @pytest.fixture
@@ -99,13 +72,11 @@ def test_snippet_shows_numbered_lines_and_marks_the_span(watched, report):
     page = watched.page
     card = page.locator(f'article.finding[data-rule="ACL202"][data-file$="{BENCHMARK_FILE}"]')
     line = line_of(report["examples"] / BENCHMARK_FILE, BENCHMARK_TEXT)
-    # text_content reads the DOM: cards far below the fold are not laid out (content-visibility).
     assert card.locator(".hit .ln").text_content().strip() == str(line)
     assert card.locator("mark").text_content() == BENCHMARK_TEXT
     numbers = [int(n) for n in card.locator(".ln").all_text_contents()]
     assert numbers == list(range(line - 2, line + 3))
     card.scroll_into_view_if_needed()
-    page.wait_for_timeout(100)  # one frame, so the card is laid out
     assert card.locator("mark").is_visible() and card.locator("mark").bounding_box()["width"] > 20
 
 

@@ -1,4 +1,4 @@
-"""The cache and the scope never change a result (DESIGN.md, "Files given and context"; README,
+"""The cache and the scope never change a result (docs/formats.md#files-given-and-context; README,
 "Cache"): a file's findings are the same whether it is scanned cold or from a cache filled by an
 earlier folder scan, alone or with its whole folder or repository. Checked on every bundled
 example, every rule example, the shell fixtures, and a repository-shaped project of our own."""

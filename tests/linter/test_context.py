@@ -1,5 +1,5 @@
 """Files given and context: a one-file scan judges the file's program whole, reports only on the
-file, and agrees with a scan of the whole folder (DESIGN.md, "Files given and context")."""
+file, and agrees with a scan of the whole folder (docs/formats.md#files-given-and-context)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,8 @@ from acclint.config import Config
 from acclint.linter.engine import scan
 from acclint.reports.html import html_report
 from acclint.reports.html_inputs import DIFF_UNAVAILABLE
-from acclint.reports.html_model import FAIL, NOT_CHECKED, PASS, ScanScope, build_report, snippet
+from acclint.reports.html_groups import FOLD_OVER, SHOWN
+from acclint.reports.html_model import FAIL, NOT_CHECKED, PASS, Found, ScanScope, breakable, build_report, snippet
 from acclint.reports.html_runtime import bar_chart, runtime_view
 from acclint.reports.json_report import report_dict
 from acclint.reports.sources import SourceCache
@@ -48,7 +51,8 @@ def fingerprints(tmp_path_factory) -> tuple[Path, Path]:
 
 def model(result, *, active=None, diff=None, runtime=None, command="report"):
     return build_report(scan=report_dict(result), scope=ScanScope(RULES, active), sources=SourceCache().lines,
-                        diff=diff, runtime=runtime, command=command)
+                        diff=diff, runtime=runtime, command=command,
+                        found=Found(result.programs, result.launch_scripts))
 
 
 def items(report) -> dict:
@@ -79,7 +83,7 @@ def test_every_checklist_item_has_a_row_with_a_status_and_a_reason_when_not_chec
 
 def test_score_is_passing_items_over_all_items(scanned, fingerprints):
     clean = [f for f in scanned.findings if f.category != "seed"]
-    result = type(scanned)(scanned.files_scanned, clean, [], [])
+    result = replace(scanned, findings=clean, errors=[])
     runtime = runtime_view(*_compare(fingerprints[0], fingerprints[0]))
     report = model(result, runtime=runtime)
     rows = items(report)
@@ -91,7 +95,7 @@ def test_score_is_passing_items_over_all_items(scanned, fingerprints):
 
 def test_deselected_family_is_not_checked_and_says_why(scanned):
     active = frozenset(rule.code for rule in RULES if rule.category != "seed")
-    result = type(scanned)(scanned.files_scanned, [f for f in scanned.findings if f.category != "seed"], [], [])
+    result = replace(scanned, findings=[f for f in scanned.findings if f.category != "seed"], errors=[])
     row = items(model(result, active=active))["seed"]
     assert row.status == NOT_CHECKED and "turned off" in row.reason
 
@@ -100,7 +104,7 @@ def test_info_findings_alone_leave_an_item_passing(scanned):
     infos = [f for f in scanned.findings if f.severity == "info"]
     assert infos, "the examples are expected to have an info finding"
     category = infos[0].category
-    result = type(scanned)(scanned.files_scanned, [f for f in infos if f.category == category], [], [])
+    result = replace(scanned, findings=[f for f in infos if f.category == category], errors=[])
     row = items(model(result))[category]
     assert row.status == PASS and row.counts["info"] >= 1
 
@@ -108,7 +112,7 @@ def test_info_findings_alone_leave_an_item_passing(scanned):
 def test_a_finding_of_an_unknown_category_gets_its_own_row(scanned):
     finding = scanned.findings[0]
     odd = type(finding)(**{**finding.to_dict(), "category": "new-family"})
-    report = model(type(scanned)(1, [odd], [], []))
+    report = model(replace(scanned, findings=[odd], errors=[]))
     assert items(report)["new-family"].status == FAIL
 
 
@@ -186,6 +190,9 @@ def test_runtime_view_from_real_fingerprints(fingerprints):
     assert view["first_cause"]["kind"] == cause["kind"] in ("loss", "module-config")
     stages = {row["stage"]: row["status"] for row in view["stages"]}
     assert stages.get("weights") == "same" and stages.get("optimizer") == "same"
+    # A stage that differs never reads as all equal ("DIFFERS" above "1 setting(s) of 1 module(s) equal").
+    settings = next(row for row in view["stages"] if row["stage"] == "settings")
+    assert settings["status"] == "differs" and settings["note"].startswith("0 of 1 setting(s)")
     assert "differs" in stages.values()
     titles = [chart["title"] for chart in view["charts"]]
     assert any(title.startswith("Gradient norms") for title in titles)
@@ -282,8 +289,76 @@ def test_diff_end_to_end_through_acclint_setups(examples, tmp_path):
     assert 'data-key="adam-beta2"' in section  # the examples' betas differ: (0.9, 0.95) vs (0.9, 0.999)
 
 
-def test_files_with_the_most_severe_findings_come_first_in_an_item(scanned):
+def test_rules_with_the_worst_and_most_findings_come_first(scanned):
     report = model(scanned)
+    rank = {"error": 0, "warning": 1, "info": 2}
+
+    def order(groups):
+        return [(rank[g.severity], -len(g.findings)) for g in groups]
+
+    assert order(report.by_rule) == sorted(order(report.by_rule))
+    assert {g.rule for g in report.by_rule} == {f.rule for f in scanned.findings}
+    assert sum(len(g.findings) for g in report.by_rule) == len(scanned.findings)
     for group in report.groups:
-        ranks = [min({"error": 0, "warning": 1, "info": 2}[f.severity] for f in file.findings) for file in group.files]
-        assert ranks == sorted(ranks)
+        assert order(group.rules) == sorted(order(group.rules))
+
+
+# --- what the scan found, and repeats folded ----------------------------------------------------
+
+
+def test_the_page_says_how_many_programs_and_launch_scripts_it_found(scanned, examples):
+    programs = {"gpu/train.py", "npu/train.py", "mindspore/train_ms.py"}
+    assert {p.split("examples/", 1)[1] for p in scanned.programs} == programs
+    assert {p.split("examples/", 1)[1] for p in scanned.launch_scripts} == {"gpu/run_gpu.sh", "npu/run_npu.sh"}
+    page = html_report(scanned, RULES)
+    assert re.search(r'id="found">3 training programs and 2 launch scripts found\.<', page)
+
+
+def test_a_launch_script_whose_program_is_missing_checks_nothing(tmp_path):
+    # A folder with only a launch script: the train.py it starts does not exist.
+    (tmp_path / "run.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --seed 1\n", encoding="utf-8")
+    result = scan([tmp_path], RULES, Config(), jobs=1)
+    assert result.programs == [] and len(result.launch_scripts) == 1
+    report = model(result)
+    for item in report.checklist:
+        assert item.status == NOT_CHECKED, item.key
+    rows = items(report)
+    assert rows["seed"].reason == "no training program was found among the files scanned"
+    assert report.score == 0 and report.passed == 0
+    page = html_report(result, RULES)
+    assert "0 training programs and 1 launch script found" in page
+    assert '<span class="badge pass">' not in page
+
+
+def test_a_program_beside_its_launch_script_is_counted_once(tmp_path, examples):
+    shutil.copytree(examples / "gpu", tmp_path / "gpu")
+    result = scan([tmp_path / "gpu" / "run_gpu.sh"], RULES, Config(), jobs=1)
+    assert [Path(p).name for p in result.programs] == ["train.py"]  # found on disk, beside the script
+    assert items(model(result))["seed"].status != NOT_CHECKED
+
+
+def test_repeated_findings_of_one_rule_are_folded_under_it(examples, tmp_path):
+    # Eight copies of one recipe: each rule it breaks repeats eight times.
+    for n in range(8):
+        shutil.copytree(examples / "gpu", tmp_path / f"recipe_{n}")
+    result = scan([tmp_path], RULES, Config(), jobs=1)
+    report = model(result)
+    repeated = [g for g in report.by_rule if len(g.findings) > FOLD_OVER]
+    assert repeated, "the copies repeat at least one rule"
+    for group in repeated:
+        assert len(group.shown) == SHOWN and len(group.shown) + len(group.folded) == len(group.findings)
+        assert group.files == 8 and group.where == "in 8 files"
+    page = html_report(result, RULES)
+    assert page.count('<article class="finding') == len(result.findings)  # every finding is still in the page
+    group = repeated[0]
+    block = page.split(f'id="by-{group.rule}"', 1)[1].split('<div class="rule-group"', 1)[0]
+    shown, folded = block.split('<details class="more">', 1)
+    assert shown.count("<article") == SHOWN and folded.count("<article") == len(group.findings) - SHOWN
+    assert f"<summary>{len(group.findings) - SHOWN} more {group.rule} findings" in folded
+    summary = page.split('id="by-rule"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r'<tr data-rule="(ACL\d+)">.*?<td class="n">(\d+)</td><td class="n">(\d+)</td>', summary)
+    assert [(code, int(n)) for code, n, _ in rows] == [(g.rule, len(g.findings)) for g in report.by_rule]
+
+
+def test_paths_wrap_at_slashes_only():
+    assert str(breakable("a/b<c>/d.py")) == "a/<wbr>b&lt;c&gt;/<wbr>d.py"

@@ -108,3 +108,37 @@ def test_settings_follow_the_mapping_of_renamed_modules(make_fingerprint):
     assert [(m.kind, m.name) for m in result.mismatches] == [("module-config", "ln.eps")]
     ignored = compare(left, right, mapping={"prefixes": {"layers.1.": "ln."}, "ignore": ["ln"]})
     assert ignored.ok
+
+
+def _with_modules(fingerprint, framework, modules):
+    fingerprint.framework = framework
+    fingerprint.modules = module_records(framework, modules)
+    return fingerprint
+
+
+def test_documented_api_differences_are_named_as_the_static_rule_names_them(torch, ms, make_fingerprint):
+    """LeakyReLU's slope and InstanceNorm's affine default, left at MindSpore's defaults in a port, are
+    module-config mismatches worded from the same table row ACL711 reports them with."""
+    from acclint.knowledge.api_differences import load
+
+    assert settings("torch", torch.nn.LeakyReLU()) == {"negative_slope": 0.01}
+    assert settings("mindspore", ms.nn.LeakyReLU()) == {"negative_slope": pytest.approx(0.2)}
+    assert settings("torch", torch.nn.InstanceNorm2d(4)) == {"eps": 1e-5, "affine": False}
+    assert settings("mindspore", ms.nn.InstanceNorm2d(4))["affine"] is True
+    assert settings("mindspore", ms.nn.InstanceNorm2d(4, affine=False))["affine"] is False
+
+    left = _with_modules(make_fingerprint(), "torch", [("act", torch.nn.LeakyReLU()),
+                                                       ("norm", torch.nn.InstanceNorm2d(4))])
+    right = _with_modules(make_fingerprint(), "mindspore", [("act", ms.nn.LeakyReLU()),
+                                                            ("norm", ms.nn.InstanceNorm2d(4))])
+    result = compare(left, right)
+    found = {m.name: m for m in result.mismatches if m.kind == "module-config"}
+    assert set(found) == {"act.negative_slope", "norm.affine"}
+    rows = {(r.mindspore, r.mindspore_parameter): r for r in load(None)}
+    slope, affine = rows["mindspore.nn.LeakyReLU", "alpha"], rows["mindspore.nn.InstanceNorm2d", "affine"]
+    assert found["act.negative_slope"].message.endswith(f"{slope.consequence} [{slope.page}]")
+    assert found["norm.affine"].message.endswith(f"{affine.consequence} [{affine.page}]")
+
+    port = _with_modules(make_fingerprint(), "mindspore", [("act", ms.nn.LeakyReLU(alpha=0.01)),
+                                                           ("norm", ms.nn.InstanceNorm2d(4, affine=False))])
+    assert not [m for m in compare(left, port).mismatches if m.kind == "module-config"]

@@ -80,7 +80,7 @@ def test_launcher_defaults_carry_their_versions_and_the_documented_values():
     assert defaults["sources"]["megatron"]["version"] == "core_v0.12.1"
     assert defaults["sources"]["mindspeed"]["repository"] == "Ascend/MindSpeed"
     megatron, mindspeed, llm = defaults["megatron"], defaults["mindspeed"], defaults["mindspeed-llm"]
-    # knowledge.md §4.1 / §4.3
+    # docs/knowledge/launchers.md
     assert megatron["attention-dropout"]["default"] == 0.1 and megatron["hidden-dropout"]["default"] == 0.1
     assert megatron["initial-loss-scale"]["default"] == 2**32
     assert megatron["adam-beta2"]["default"] == 0.999 and megatron["seed"]["default"] == 1234

@@ -5,7 +5,8 @@ file at one path. Program-level checks always run again over the (cached or fres
 change in a helper still changes the findings of the entry point that imports it.
 
 Layout, as ruff's: `<root>/.acclint_cache/` with a `.gitignore` of `*`, one folder per settings
-key (acclint's version and sources, the rule set, the configuration the per-file pass sees), one
+key (acclint's version and sources, the rule set and the source of its project-local plugins, the
+configuration the per-file pass sees), one
 entry per scanned path. An entry is `MAGIC + sha256(payload) + payload` (a pickle of the settings
 key, the content hash, the path, the content hashes of the other files the outcome was read from
 (a launch script's sourced files, and those it looked for) and the outcome); anything that does
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import acclint
+from acclint.knowledge.api_differences import selected_version
 from acclint.linter.analyze import FileOutcome
 from acclint.linter.atomic import write_atomic
 
@@ -53,8 +55,15 @@ def _sources_stamp() -> str:
 
 
 def settings_key(rules: list, config) -> str:
+    from acclint.plugins import sources_stamp
+
     relevant = {k: v for k, v in vars(config).items() if k not in ("fail_on", "source", "fix")}
-    text = "\0".join([_sources_stamp(), ",".join(sorted(rule.code for rule in rules)), repr(sorted(relevant.items()))])
+    # ACL711's rows follow the installed MindSpore when no version is configured: installing another
+    # release must not reuse findings made for the old one.
+    relevant["mindspore_version"] = selected_version(getattr(config, "mindspore_version", None))
+    # Project-local rules (plugins) by the digest of their source: editing one re-runs it.
+    text = "\0".join([_sources_stamp(), sources_stamp(rules), ",".join(sorted(rule.code for rule in rules)),
+                      repr(sorted(relevant.items()))])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -32,6 +32,7 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     `progress`: an acclint.progress display (phase/advance), or None.
     `stdin`: text read from stdin, scanned as if it were the file it names (then `paths` is empty)."""
     progress = progress or NoProgress()
+    rules = [rule.configured(config) for rule in rules]
     cwd = (cwd or Path.cwd()).resolve()
     paths = [Path(p) for p in paths]
     roots = [Path(os.path.abspath(p)) if p.is_dir() else Path(os.path.abspath(p)).parent for p in paths if p.exists()]
@@ -78,16 +79,18 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
                            limits=limits)
     project = Project(python_facts, shell_facts, [str(r) for r in roots], loader=loader)
     read_context(project, python_facts, shell_facts, loader, jobs)
-    check_programs(project, rules, sink, progress, shell_facts)
+    programs = check_programs(project, rules, sink, progress, shell_facts)
+    result.programs = sorted({program.entry.path for program, _ in programs})
+    result.launch_scripts = sorted(shell.path for shell in shell_facts if shell.script.launches)
     result.findings = _filter(sink, config, given={display for _, display in jobs_list})
     return result
 
 
-def check_programs(project: Project, rules: list, sink: Sink, progress=None, given_shells=()) -> None:
+def check_programs(project: Project, rules: list, sink: Sink, progress=None, given_shells=()) -> list:
     """Each training program, judged with the launch scripts beside its entry, reports on Python
     files; each run a given launch script starts reports on that launch script (see
     Project.runs). Either way a file's findings depend on that file and what it reaches on disk,
-    never on what else the scan was given."""
+    never on what else the scan was given. Returns the (program, "python" | "shell") pairs judged."""
     progress = progress or NoProgress()
     progress.phase("following programs")
     programs = [(program, "python") for program in project.programs()]
@@ -100,12 +103,19 @@ def check_programs(project: Project, rules: list, sink: Sink, progress=None, giv
         for rule in rules:
             rule.check_program(context)
         progress.advance()
-    shells_only = ProgramContext(None, project, sink)
+    alone = ProgramContext(None, project, sink)
     for rule in rules:
         check = getattr(rule, "check_shell", None)
         if check is not None:
             for shell in project.shells.values():
-                check(shells_only, shell)
+                check(alone, shell)
+        # A module judged on its own, with the project to follow its imports (a model whose config
+        # class is defined in another module); copied, since resolving an import may read a file.
+        check = getattr(rule, "check_module", None)
+        if check is not None:
+            for file in list(project.files.values()):
+                check(alone, file)
+    return programs
 
 
 _SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}

@@ -149,6 +149,20 @@ class Return:
 
 
 @dataclass(slots=True)
+class Reference:
+    """A local function or class used as a value, not called: `mp.spawn(main_worker)`,
+    `{"train": run_train}`, `functools.partial(step, ...)`, `Trainer(model_cls=Net)`, `return LocalTrainer`.
+    Whatever receives it may call it, so the project model follows it as if it were called there."""
+
+    name: str
+    scope: str
+    order: int
+    in_main: bool
+    sink: str  # where it flows: "arg:mp.spawn", "name:COMMANDS", "return"
+    flag_guards: tuple = ()
+
+
+@dataclass(slots=True)
 class NameUse:
     """A read of a local name that holds a file listing (see the walker's `_LISTING_METHODS`),
     with where the read flows (`Sink`)."""
@@ -234,6 +248,10 @@ class FunctionDef:
     order: int
     params: tuple = ()  # parameter names, in order
     decorators: tuple = ()  # Values of the decorators (`@torch.jit.script` has dotted "torch.jit.script")
+    # Parameter name -> Value of its default (`dropout=0.1`) and of its annotation (`config: BertConfig`),
+    # for the parameters that have one: where a value written as a parameter's name comes from.
+    defaults: dict = field(default_factory=dict)
+    annotations: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -267,6 +285,7 @@ class FileFacts:
     blocks: list = field(default_factory=list)  # Block, in source order
     returns: list = field(default_factory=list)  # Return, in source order
     name_uses: list = field(default_factory=list)  # NameUse of names holding file listings
+    references: list = field(default_factory=list)  # Reference to this file's functions/classes or imported names
     main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)

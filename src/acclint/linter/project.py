@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from acclint.knowledge import table
-from acclint.linter.facts import MODULE_SCOPE, Call, ClassDef, FileFacts, FunctionDef
+from acclint.linter.facts import MODULE_SCOPE, Call, ClassDef, FileFacts, FunctionDef, Reference
 from acclint.linter.models import builds_weights
 
 # Bound on inlining depth: deeper chains add nothing a rule needs and cost time.
@@ -101,12 +101,15 @@ def training_role(fact) -> Optional[str]:
     return None
 
 
-def trains(facts, builds_model=None) -> bool:
+def trains(facts, builds_model=None, runs_loop=None) -> bool:
     """Whether these facts (a program's flow, or a file's top level) make a training program:
-    a step or a loop; or gradients with an optimizer, or with a model that `builds_model` sees."""
+    a step or a loop (or a local class deriving from one, which `runs_loop` sees); or gradients with
+    an optimizer, or with a model that `builds_model` sees."""
     seen, candidates = set(), []
     for fact in facts:
         role = training_role(fact)
+        if role is None and runs_loop is not None and isinstance(fact, Call) and runs_loop(fact):
+            role = "step"
         if role == "step":
             return True
         if role is not None:
@@ -419,7 +422,7 @@ class Project:
 
     def program(self, entry: FileFacts) -> Program:
         """The program `entry` starts, with the launches that run it from launch scripts beside it:
-        those, and only those, are what a scan of the entry alone reads too (DESIGN.md, "Files
+        those, and only those, are what a scan of the entry alone reads too (docs/formats.md, "Files
         given and context"). Launch scripts elsewhere are judged by their own runs (`runs`)."""
         flow, files, functions = self._flow(entry)
         folder = os.path.dirname(entry.abspath)
@@ -459,7 +462,8 @@ class Project:
             flow, files, functions = self._flow(entry)
             program = Program(entry, flow, files, [], functions)
             known = self._trains_cache[entry.abspath] = trains(
-                (step.fact for step in flow if _own_step(step)), lambda call: self._builds_model(program, call))
+                (step.fact for step in flow if _own_step(step)), lambda call: self._builds_model(program, call),
+                lambda call: self._runs_loop(program, call))
         return known
 
     def _flow(self, entry: FileFacts) -> tuple:
@@ -474,11 +478,21 @@ class Project:
     def _builds_model(self, program: Program, call: Call) -> bool:
         if _is_layer(call):
             return True
+        return bool(self._local_class_bases(program, call) & frozenset(_training_table()["models"]["bases"]))
+
+    def _runs_loop(self, program: Program, call: Call) -> bool:
+        """`MyTrainStep(net, opt)` where `MyTrainStep` subclasses a one-step training cell, called by hand."""
+        if not call.method[:1].isupper():
+            return False  # constructing a class, by convention
+        return bool(self._local_class_bases(program, call) & frozenset(_training_table()["loops"]))
+
+    def _local_class_bases(self, program: Program, call: Call) -> frozenset:
+        """Qualified names of the bases of the local class that `call` constructs, transitively."""
         file = program.file_of(call)
         target = self.local_target(file, call.callee, call.scope, {}) if file is not None else None
         if target is None or not isinstance(target[1], ClassDef):
-            return False
-        return bool(self.class_names(*target) & frozenset(_training_table()["models"]["bases"]))
+            return frozenset()
+        return self.class_names(*target)
 
 
 def launch_trains(launch) -> bool:
@@ -548,6 +562,10 @@ class _FlowBuilder:
         for fact in _scope_facts(file, scope):
             if imported and fact.in_main:
                 continue  # an imported module's `if __name__ == "__main__":` block does not run
+            if type(fact) is Reference:
+                if depth < _MAX_DEPTH:
+                    self._follow_reference(file, fact, scope, types, depth)
+                continue
             self.flow.append(Step(file, fact, depth, len(self.flow), self._importing > 0))
             if not isinstance(fact, Call) or depth >= _MAX_DEPTH:
                 continue
@@ -563,6 +581,21 @@ class _FlowBuilder:
                     self._enter(init[0], init[1], depth + 1)
             else:
                 self._enter(target_file, definition, depth + 1)
+
+    def _follow_reference(self, file: FileFacts, reference: Reference, scope: str, types: dict, depth: int) -> None:
+        """A function or class handed over as a value (a dispatch dict, `mp.spawn(main_worker)`,
+        `partial(f)`, a class passed to a trainer) is taken as called where it is handed over: whoever
+        receives it is there to call it. Over-approximating keeps "never calls" claims honest."""
+        target = self.project.local_target(file, reference.name, scope, types)
+        if target is None:
+            return
+        target_file, definition = target
+        if isinstance(definition, ClassDef):
+            target = self.project._method(target_file, definition.qualname, "__init__")
+            if target is None:
+                return
+            target_file, definition = target
+        self._enter(target_file, definition, depth + 1)
 
     def _enter(self, file: FileFacts, function: FunctionDef, depth: int) -> None:
         key = (file.abspath, function.qualname)
@@ -587,7 +620,7 @@ def _scope_facts(file: FileFacts, scope: str) -> list:
     index = getattr(file, "_by_scope", None)
     if index is None:
         index = {}
-        for group in (file.calls, file.assignments, file.env_writes):
+        for group in (file.calls, file.assignments, file.env_writes, file.references):
             for fact in group:
                 index.setdefault(fact.scope, []).append(fact)
         for facts in index.values():

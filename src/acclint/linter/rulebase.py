@@ -94,6 +94,10 @@ class Rule:
     # A file written against another framework only is not judged by them (linter.frameworks).
     tensor_framework: ClassVar[Optional[str]] = None
 
+    def configured(self, config) -> "Rule":
+        """This rule under `config`'s settings (most rules have none; the engine asks before a scan)."""
+        return self
+
     def check_file(self, ctx: "FileContext") -> None:
         """Per-file checks over the file's recorded facts."""
 

@@ -287,6 +287,7 @@ class FileWalker:
         self.aliases: list = []  # (name, dotted) from `name = dotted.name`
         self.environ_subscripts: list = []  # (EnvWrite, base dotted, value node): os.environ or a dict
         self.value_nodes: list = []  # Values whose names resolve after the walk
+        self.references: list = []  # F.Reference candidates: bare names used as values
         self.tracked: set = set()  # (scope, name) of locals assigned a file listing: their reads are recorded
         # id(cst.Call) -> [(Value, chain index or -1 for its base)]: Values whose calls' arguments are filled
         # in when the walk reaches those calls (their Args are summarised once, there).
@@ -428,8 +429,13 @@ class FileWalker:
                     value.chain_args[index] = args
         if state.sinks and call.method in _LISTING_METHODS:
             self.tracked.update((state.scope, s[5:]) for s in state.sinks if s.startswith("name:"))
+        if call.callee not in _NOT_CALLING:
+            for arg in node.args:
+                self._reference(arg.value, "arg:" + call.callee, state)
         if call.callee.startswith("?."):  # a method on an expression; `a.b.m()` keeps `a.b` in callee
             call.receiver = self._value(node.func.value)
+        elif call.callee == "?":  # `handlers[name](...)`, `getattr(obj, name)(...)`: what is called
+            call.receiver = self._value(node.func)
         self.facts.calls.append(call)
         if node.args and type(node.args[0].value) in (cst.List, cst.Tuple):
             groups = param_groups(node.args[0].value)
@@ -446,6 +452,8 @@ class FileWalker:
     def _return(self, node: cst.Return, state: _State, stack: list):
         if node.value is not None and state.scope != F.MODULE_SCOPE:
             self.facts.returns.append(F.Return(state.scope, self._next_order(), self._value(node.value)))
+        if node.value is not None:
+            self._reference(node.value, "return", state)
         self._sunk_children(node, ("value",), state, stack, "return")
         return None
 
@@ -556,6 +564,8 @@ class FileWalker:
             if target_text:
                 sink = ("name:" if type(targets[0]) is cst.Name else "attr:") + target_text
         value_state = _sunk(state, sink) if sink else state
+        if sink and type(value) in _COLLECTIONS:  # `COMMANDS = {"train": run_train}`
+            self._reference(value, sink, state)
         for target in targets:
             if isinstance(target, cst.Name):
                 if value_dotted is not None:
@@ -631,12 +641,15 @@ class FileWalker:
 
     def _function(self, node: cst.FunctionDef, state: _State, stack: list):
         qualname = node.name.value if state.scope == F.MODULE_SCOPE else f"{state.scope}.{node.name.value}"
-        params = node.params
+        params = [p for group in (node.params.posonly_params, node.params.params, node.params.kwonly_params)
+                  for p in group]
         self.facts.functions[qualname] = F.FunctionDef(
             node=self._node(node), qualname=qualname, owner=state.owner, order=self._next_order(),
-            params=tuple(p.name.value for group in (params.posonly_params, params.params, params.kwonly_params)
-                         for p in group),
+            params=tuple(p.name.value for p in params),
             decorators=tuple(self._value(d.decorator) for d in node.decorators),
+            defaults={p.name.value: self._value(p.default) for p in params if p.default is not None},
+            annotations={p.name.value: self._value(p.annotation.annotation) for p in params
+                         if p.annotation is not None},
         )
         inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main,
                                     in_loop=False, guard=None, flag_guards=(), sinks=())
@@ -704,9 +717,22 @@ class FileWalker:
         self._children_in(node, ("body", "handlers", "orelse", "finalbody"), state, fallback, stack)
         return None
 
+    def _reference(self, node: cst.CSTNode, sink: str, state: _State) -> None:
+        """A bare name passed, stored in a literal collection or returned; kept in `_finish` only if it
+        names a function or class of this file or an imported name."""
+        kind = type(node)
+        if kind is cst.Name:
+            self.references.append(F.Reference(node.value, state.scope, self._next_order(), state.in_main, sink,
+                                               state.flag_guards))
+        elif kind in _COLLECTIONS:
+            for element in node.elements:
+                if type(element) in (cst.Element, cst.DictElement):
+                    self._reference(element.value, sink, state)
+
     # -- after the walk ----------------------------------------------------------------------
     def _finish(self) -> None:
         facts = self.facts
+        facts.references = _callable_references(facts, self.references)
         bind_aliases(facts.bindings, self.aliases)
         bindings = facts.bindings
         for call in facts.calls:
@@ -755,6 +781,21 @@ _HANDLERS = {
     cst.BinaryOperation: FileWalker._matmul,
     cst.Try: FileWalker._try,
 }
+
+
+# Calls that take a function or class without calling it.
+_NOT_CALLING = frozenset({"isinstance", "issubclass", "hasattr", "getattr", "setattr", "type", "id", "print",
+                          "repr", "str", "len", "super", "callable", "vars", "dir"})
+_COLLECTIONS = (cst.Dict, cst.List, cst.Tuple, cst.Set)
+
+
+def _callable_references(facts: F.FileFacts, candidates: list) -> list:
+    """The candidates that can name code: this file's functions and classes (module-level or nested
+    in the referencing function), or a name imported with `from ... import name`."""
+    imported = {imp.bound for imp in facts.imports if imp.name is not None and imp.name != "*"}
+    defined = facts.functions.keys() | facts.classes.keys()
+    return [r for r in candidates
+            if r.name in imported or r.name in defined or f"{r.scope}.{r.name}" in defined]
 
 
 def _sunk(state: _State, sink: str) -> _State:

@@ -1,6 +1,7 @@
-"""`acclint diff --format json`: the documented contract (DESIGN.md "diff --format json").
+"""`acclint diff --format json`: the documented contract (docs/formats.md#setup-differences).
 
 A side whose value is a default has `null` for its location (`left_origin`: "default");
+`consequence` (what the difference does to the numbers, for model-code rows; else null),
 `ignored`, `not_compared` and `problems` are additions consumers may ignore.
 """
 
@@ -36,6 +37,7 @@ def diff_dict(result: DiffResult) -> dict:
                 "message": m.message,
                 "left_origin": m.left.origin,
                 "right_origin": m.right.origin,
+                "consequence": m.consequence or None,
             }
             for m in result.mismatches
         ],

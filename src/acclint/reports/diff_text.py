@@ -59,11 +59,21 @@ def render_diff_text(result: DiffResult, *, color: bool = False) -> str:
 
 
 def summary_line(result: DiffResult) -> str:
-    same = plural(len(result.same), "setting")
+    same = _same(result)
     if not result.mismatches:
         return f"No differences: {same} the same ({len(result.ignored)} ignored)."
     return (f"Found {plural(len(result.mismatches), 'difference')}; {same} the same "
             f"({len(result.ignored)} ignored).")
+
+
+def _same(result: DiffResult) -> str:
+    """`3 settings`, `2 model-code items`, or both: what was compared and found equal."""
+    model = sum(1 for key in result.same if key in result.model_keys)
+    settings = len(result.same) - model
+    parts = [plural(settings, "setting")] if settings or not model else []
+    if model:
+        parts.append(plural(model, "model-code item"))
+    return " and ".join(parts)
 
 
 def _paint(text: str, code: str, enabled: bool) -> str:

@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from acclint import __version__
 from acclint.findings import ScanResult
 from acclint.linter.rulebase import Rule
-from acclint.reports.html_model import Report, ScanScope, build_report, inline
+from acclint.reports.html_model import Found, Report, ScanScope, breakable, build_report, inline
 from acclint.reports.json_report import report_dict
 from acclint.reports.sources import SourceCache
 
@@ -29,6 +29,7 @@ def _environment() -> Environment:
     env = Environment(loader=PackageLoader("acclint.reports", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["inline"] = inline  # prose with `code` spans
+    env.filters["breakable"] = breakable  # paths that wrap at their slashes
     return env
 
 
@@ -68,5 +69,6 @@ def html_report(
         inputs=inputs,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
+        found=Found(result.programs, result.launch_scripts) if result is not None else None,
     )
     return render_html(report)

@@ -1,6 +1,6 @@
 """The report's optional inputs: a setup diff of two sides and a comparison of two fingerprints.
 
-Each comes back as the contract's JSON shape (DESIGN.md), or raises ReportInputError with a
+Each comes back as the contract's JSON shape (docs/formats.md), or raises ReportInputError with a
 message for the user; the CLI turns that into exit 2. The halves are imported only when asked
 for: the runtime half needs numpy, the scanner does not.
 """
@@ -41,7 +41,7 @@ def _readable(option: str, path: Path) -> None:
 
 
 def diff_dict(result: Any) -> dict:
-    """The diff JSON dict (DESIGN.md) of what the diff API returned: a dict, an object with
+    """The diff JSON dict (docs/formats.md#setup-differences) of what the diff API returned: a dict, an object with
     to_dict(), or an acclint.setups.DiffResult (through the diff's own JSON reporter)."""
     if isinstance(result, Mapping):
         data = result
@@ -64,18 +64,13 @@ def load_diff(left: Path, right: Path) -> dict:
         _readable("--diff", path)
     try:
         setups = importlib.import_module("acclint.setups")
-        extract, diff_setups, setup_error = setups.extract, setups.diff_setups, setups.SetupError
+        diff_paths, setup_error = setups.diff_paths, setups.SetupError
     except (ImportError, AttributeError):
         raise ReportInputError(DIFF_UNAVAILABLE) from None
-    try:
-        sides = [extract(str(left)), extract(str(right))]
+    try:  # as `acclint diff` does: a side with nothing to compare is an error, not a diff
+        return diff_dict(diff_paths(str(left), str(right)))
     except setup_error as exc:
         raise ReportInputError(f"--diff: {exc}") from None
-    for side in sides:
-        if not getattr(side, "settings", True):  # as `acclint diff` does: nothing read is an error, not a diff
-            reasons = "; ".join(getattr(side, "problems", [])) or "no setting acclint recognises"
-            raise ReportInputError(f"--diff: no training settings found in {side.path} ({reasons})")
-    return diff_dict(diff_setups(*sides))
 
 
 def load_comparison(left: Path, right: Path):

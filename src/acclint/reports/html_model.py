@@ -1,7 +1,7 @@
 """What the HTML report shows, as plain data: the checklist, the score, findings with their
 source, the setup diff and the runtime verdict. The template only lays it out.
 
-Built from the contract shapes (DESIGN.md): the scan JSON dict, the diff JSON dict and a runtime
+Built from the contract shapes (docs/formats.md): the scan JSON dict, the diff JSON dict and a runtime
 view (see html_runtime), so the report follows the contract rather than the internals behind it.
 """
 
@@ -12,14 +12,15 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from markupsafe import Markup, escape
 
-from acclint.findings import SEVERITIES, SEVERITY_RANK
+from acclint.findings import SEVERITIES
 from acclint.knowledge import table
 from acclint.linter.rulebase import Rule
 from acclint.reports.common import plural, rule_title
+from acclint.reports.html_groups import RuleGroup, rule_groups
 from acclint.reports.rule_page import Bullets, Code, Prose, page_sections
 
 RUNTIME = "runtime"
@@ -94,19 +95,29 @@ class FindingView:
 
 
 @dataclass
-class FileGroup:
-    path: str
-    findings: list[FindingView]
-
-
-@dataclass
 class ItemFindings:
     item: ChecklistItem
-    files: list[FileGroup]
+    rules: list[RuleGroup]  # top problems first (html_groups)
 
     @property
     def count(self) -> int:
-        return sum(len(group.findings) for group in self.files)
+        return sum(len(group.findings) for group in self.rules)
+
+
+@dataclass
+class Found:
+    """What the scan judged as a whole: training programs (their entry scripts) and launch scripts.
+    The rules judge a program's run; with no program found, no item can pass on their word."""
+
+    programs: Sequence[str]
+    launch_scripts: Sequence[str]
+
+    @property
+    def text(self) -> str:
+        found = f"{plural(len(self.programs), 'training program')} and {plural(len(self.launch_scripts), 'launch script')} found"
+        if self.programs:
+            return found + "."
+        return found + ": the rules judge a training run, so the items they check are not checked."
 
 
 @dataclass
@@ -129,7 +140,9 @@ class Report:
     passed: int
     checked: int
     formula: str
+    found: Optional[Found]  # None: the scan did not say (a scan dict from elsewhere)
     groups: list[ItemFindings]
+    by_rule: list[RuleGroup]  # every rule with findings, top problems first: the summary by rule
     files: list[tuple[str, int]]  # every file with findings, with its count (the file filter)
     total_findings: int
     severity_counts: dict[str, int]
@@ -239,6 +252,12 @@ def inline(text: str) -> Markup:
                           for index, part in enumerate(parts)))
 
 
+def breakable(path: str) -> Markup:
+    """A path that may wrap after each `/` (<wbr>), never inside a name: a narrow column shows
+    `examples/gpu/` over `train.py:12`, not one letter per line."""
+    return Markup("/<wbr>".join(_escape(part) for part in str(path).split("/")))
+
+
 def _block(block) -> Markup:
     if isinstance(block, Prose):
         return Markup("").join(Markup("<p>{}</p>").format(inline(p)) for p in block.text.split("\n\n"))
@@ -246,7 +265,9 @@ def _block(block) -> Markup:
         return Markup("<ul>{}</ul>").format(Markup("").join(Markup("<li>{}</li>").format(inline(i)) for i in block.items))
     if isinstance(block, Code):
         name = Markup('<div class="fname">{}</div>').format(block.filename) if block.filename else Markup("")
-        return name + Markup('<pre class="code">{}</pre>').format(block.source)
+        # Focusable and named: a long line scrolls, and a keyboard must reach what scrolls.
+        label = f"Example: {block.filename}" if block.filename else "Example code"
+        return name + Markup('<pre class="code" tabindex="0" role="group" aria-label="{}">{}</pre>').format(label, block.source)
     return escape(str(block))
 
 
@@ -274,10 +295,11 @@ class ScanScope:
 
 
 def _judge_category(item: ChecklistItem, scope: ScanScope, scan: Optional[dict], counts: Mapping[str, int],
-                    diff: Optional[dict], diff_count: int, command: str) -> None:
+                    diff: Optional[dict], diff_count: int, command: str, found: Optional[Found]) -> None:
     installed, active = scope.installed_in(item.key), scope.active(item.key)
+    no_program = found is not None and not found.programs
     checked_by = []
-    if scan is not None and active and scan.get("files_scanned", 0):
+    if scan is not None and active and scan.get("files_scanned", 0) and not no_program:
         checked_by.append(plural(len(active), "rule"))
         item.rules = [(r.code, rule_title(r.code, r.name)) for r in sorted(active, key=lambda r: r.code)]
     if diff is not None and item.key == "hyperparameter":
@@ -287,12 +309,14 @@ def _judge_category(item: ChecklistItem, scope: ScanScope, scan: Optional[dict],
     failing = sum(counts.get(s, 0) for s in FAILING) + diff_count
     if failing:
         item.status = FAIL
-    elif checked_by or any(counts.values()):
+    elif checked_by or (any(counts.values()) and not no_program):
         item.status = PASS
     else:
         item.status = NOT_CHECKED
         if scan is not None and not scan.get("files_scanned", 0):
             item.reason = "no file was scanned"
+        elif scan is not None and active and no_program:
+            item.reason = "no training program was found among the files scanned"
         elif not installed and item.key == "hyperparameter":
             item.reason = ("no `--diff LEFT RIGHT` given: hyperparameters are checked by comparing two setups"
                            if command == "report" else
@@ -366,18 +390,6 @@ def diff_view(diff: Mapping[str, Any], titles: Mapping[str, str]) -> dict:
 # --- the whole report -------------------------------------------------------------------------
 
 
-def _file_groups(findings: Iterable[FindingView]) -> list[FileGroup]:
-    """Files with errors first, then warnings, then info only; by path within each."""
-    by_file: dict[str, list[FindingView]] = defaultdict(list)
-    for finding in findings:
-        by_file[finding.path].append(finding)
-
-    def worst(path: str) -> int:
-        return min(SEVERITY_RANK.get(f.severity, len(SEVERITY_RANK)) for f in by_file[path])
-
-    return [FileGroup(path, by_file[path]) for path in sorted(by_file, key=lambda p: (worst(p), p))]
-
-
 def build_report(
     *,
     scan: Optional[dict],
@@ -389,6 +401,7 @@ def build_report(
     inputs: Sequence[tuple[str, str]] = (),
     generated: str = "",
     version: str = "",
+    found: Optional[Found] = None,
 ) -> Report:
     findings = list((scan or {}).get("findings", []))
     findings.sort(key=lambda f: (f["path"], f["line"], f.get("column", 0), f["rule"]))
@@ -413,7 +426,7 @@ def build_report(
     for item in categories:
         if item.key not in counts:
             counts[item.key] = dict.fromkeys(SEVERITIES, 0)
-        _judge_category(item, scope, scan, counts[item.key], diff, diff_counts.get(item.key, 0), command)
+        _judge_category(item, scope, scan, counts[item.key], diff, diff_counts.get(item.key, 0), command, found)
         has_findings = any(counts[item.key].values())
         item.evidence = f"item-{item.key}" if has_findings or not diff_counts.get(item.key) else "setup-diff"
     _judge_runtime(runtime_item, runtime, command)
@@ -427,7 +440,7 @@ def build_report(
             category=f["category"], severity=f["severity"], path=f["path"], line=f["line"],
             column=f.get("column", 1), message=inline(f["message"]), fix=fix_text(f.get("fix")), snippet=snippet(sources(f["path"]), f),
         ))
-    groups = [ItemFindings(item, _file_groups(views[item.key])) for item in categories]
+    groups = [ItemFindings(item, rule_groups(views[item.key], item.title)) for item in categories]
 
     file_counts: dict[str, int] = defaultdict(int)
     for f in findings:
@@ -448,7 +461,9 @@ def build_report(
         passed=passed,
         checked=checked,
         formula=SCORE_FORMULA.format(total=len(checklist)),
+        found=found,
         groups=groups,
+        by_rule=sorted((rule for group in groups for rule in group.rules), key=RuleGroup.sort_key),
         files=sorted(file_counts.items()),
         total_findings=len(findings),
         severity_counts=severity_totals,

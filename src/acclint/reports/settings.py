@@ -27,6 +27,8 @@ def render_settings(config: Config, active_codes: Iterable[str], options: dict) 
         "preview": config.preview,
         "max-file-size": config.max_file_size,
         "file-time-budget": config.file_time_budget,
+        "plugins": config.plugins,
+        "mindspore-version": config.mindspore_version,
         "active-rules": sorted(active_codes),
     }
     lines = [f"# acclint {__version__}: resolved settings (unset values are left out)"]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from acclint.rules import (amp_protocol, contiguity, debug_tooling, determinism, deterministic_ops, dtype_flow,
-                           file_order, framework_default, fused_op, grad_clipping, launch_flags, misspelled,
-                           mixed_precision, npu_modes, seed, transfer_to_npu)
+from acclint.rules import (amp_protocol, api_difference, contiguity, debug_tooling, determinism, deterministic_ops,
+                           dtype_flow, file_order, framework_default, fused_op, grad_clipping, launch_flags, misspelled,
+                           mixed_precision, model_config, npu_modes, seed, transfer_to_npu)
 
 # One module per family of checks; each exports RULES.
 _FAMILIES = (seed, determinism, deterministic_ops, file_order, misspelled, fused_op, launch_flags, contiguity,
              mixed_precision, amp_protocol, dtype_flow, npu_modes, grad_clipping, transfer_to_npu, framework_default,
-             debug_tooling)
+             api_difference, debug_tooling, model_config)
 
 
 def all_rules() -> list:

@@ -87,6 +87,37 @@ class ProgramRule(Rule):
         ctx.report(self, program.entry, program.anchor(), message, fix=fix, severity=severity, autofix=autofix)
 
 
+    def report_absence(self, ctx: ProgramContext, facts: ProgramFacts, message: str, fix: Optional[str],
+                       severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
+        """`report_program` for a claim that the program never does something (see `absence`)."""
+        message, severity = absence(facts, message, severity)
+        self.report_program(ctx, message, fix, severity, autofix)
+
+
+def absence(facts: ProgramFacts, message: str, severity: Optional[str] = None) -> tuple:
+    """A claim that the program never does something holds only over the calls acclint could follow:
+    where its set-up calls code chosen at run time, the claim is info and names those calls."""
+    if not facts.open_calls:
+        return message, severity
+    return f"{message} {unfollowed(facts.open_calls)}", "info"
+
+
+def unfollowed(steps: list, shown: int = 3) -> str:
+    """`2 calls acclint could not follow may run code it did not read (a, b): if none of them does it, ...`"""
+    named = ", ".join(f"`{_call_text(step.fact)}` at {where(step)}" for step in steps[:shown])
+    more = f" and {len(steps) - shown} more" if len(steps) > shown else ""
+    count = f"{len(steps)} call{'s' if len(steps) != 1 else ''}"
+    return (f"Not certain: {count} whose target is chosen at run time ({named}{more}) may run code acclint "
+            "did not read; if none of them does it, this holds.")
+
+
+def _call_text(call) -> str:
+    if call.callee != "?" or call.receiver is None:
+        return f"{call.callee}()"
+    target = call.receiver
+    return f"{target.base}(...)(...)" if target.base_call else f"{target.base}[...](...)"
+
+
 def at_entry_start(ctx: ProgramContext, code: str, *imports: str) -> InsertStatement:
     """A statement first in the entry's `if __name__ == "__main__":` block (where `report_program`
     reports), else before the statement it reports at."""
@@ -142,7 +173,7 @@ class EffectRule(ExplicitRule, ProgramRule):
             statement = self.switch_on_statement
             autofix = (unsafe_fix(f"add {statement[0]}", at_entry_start(ctx, *statement))
                        if statement else None)
-            self.report_program(ctx, self.missing_message(ctx, facts), self.fix_text(), autofix=autofix)
+            self.report_absence(ctx, facts, self.missing_message(ctx, facts), self.fix_text(), autofix=autofix)
         elif off.step is None:  # switched off in a launch script; Python lines report themselves
             self.report_at_source(ctx, off, self.off_message(off.describe()), self.fix_text())
 

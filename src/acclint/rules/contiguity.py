@@ -1,6 +1,6 @@
 """Category `contiguity`: a transposed view (`.t()`, `.T`, `.transpose()`, `.permute()`, ...) is the
 same memory read with other strides. Where it reaches code that depends on the layout, results
-differ between devices or raise (seeds/000: the GLM4 `.t()` without `.contiguous()` in a
+differ between devices or raise (docs/knowledge/guides.md#the-glm4-contiguity-case: the GLM4 `.t()` without `.contiguous()` in a
 ColumnParallelLinear backward). Names are followed through assignments within a function."""
 
 from __future__ import annotations
@@ -133,11 +133,11 @@ class TransposedMatmulInBackward(ContiguityRule):
         "are not reported.",
         why="Hand-written backwards (Megatron's `LinearWithGradAccumulationAndAsyncCommunication`, custom fused "
         "layers) compute weight gradients as `grad_output.t().matmul(total_input)`. In the GLM4 alignment case "
-        "(seeds/000) the first step's loss matched but the second step's grad norm did not: the PyTorch side ran "
+        "(docs/knowledge/guides.md) the first step's loss matched but the second step's grad norm did not: the PyTorch side ran "
         "the matmul on the non-contiguous `.t()` view, the MindSpore side made it contiguous first, and only dW "
         "differed. Adding `.contiguous()` made both sides equal.",
         fix="`grad_weight = grad_output.t().contiguous().matmul(total_input)`.",
-        references=("seeds/000 GLM4 case",),
+        references=("docs/knowledge/guides.md#the-glm4-contiguity-case",),
     )
     invalid = (
         Example.script("""

@@ -1,5 +1,5 @@
 """Category `debug-tooling`: the tools that compare GPU and NPU runs must themselves be set up right,
-or the dump they produce compares the wrong step or nothing at all (seeds/000, 001, 004: msprobe
+or the dump they produce compares the wrong step or nothing at all (docs/knowledge/guides.md#msprobe-for-pytorch: msprobe
 PrecisionDebugger placement and config.json)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _debugger_calls(facts: FileFacts, method: str) -> list:
     found = []
     for call in calls_with_method(facts, (method,)):
         owner = call.callee.rsplit(".", 1)[0]
-        # `PrecisionDebugger.start()` (class-level use, seeds/004) resolves through the import.
+        # `PrecisionDebugger.start()` (class-level use, docs/knowledge/guides.md#msprobe-for-pytorch) resolves through the import.
         if owner in receivers or any(n.rsplit(".", 1)[0] in _debuggers() for n in call.names):
             found.append(call)
     return found
@@ -53,12 +53,13 @@ class DebuggerPerStep(Rule):
     doc = RuleDoc(
         what="Reports `PrecisionDebugger(...)` (msprobe.pytorch / msprobe.mindspore) constructed inside a `for`/"
         "`while` body or inside a function that runs once per step (`train_step`, `forward_step`, `construct`, ...).",
-        why="The debugger is built once, before the loop (\"请勿将以上初始化流程插入到循环代码中\", seeds/004): it "
+        why="The debugger is built once, before the loop (the msprobe guide warns against building it in the loop, "
+        "docs/knowledge/guides.md#msprobe-for-pytorch): it "
         "registers its hooks and its step counter at construction. Rebuilt every step, hooks stack up, the step "
         "counter restarts, and the `step` list in config.json selects the wrong iterations, so the GPU and NPU "
         "dumps being compared are not the same step.",
         fix="Construct it once after the imports / before the training loop; call start()/stop()/step() in the loop.",
-        references=("seeds/004", "seeds/000"),
+        references=("docs/knowledge/guides.md#msprobe-for-pytorch", "docs/knowledge/guides.md#the-checklist"),
     )
     invalid = (
         Example.script("""
@@ -101,7 +102,7 @@ class DebuggerPerStep(Rule):
                     optimizer.step()
                     debugger.stop()
                     debugger.step()
-        """, "the placement of seeds/000"),
+        """, "the placement the tuning guide shows"),
     )
 
     def check_file(self, ctx: FileContext) -> None:
@@ -132,7 +133,7 @@ class DebuggerStartStopStep(Rule):
         "重置工具\"). Without stop() nothing is flushed; without step() every iteration is recorded as step 0, so "
         "`\"step\": [1]` in config.json never matches and the GPU/NPU comparison uses the wrong iteration.",
         fix="In the loop: `debugger.start()` before the step, `debugger.stop()` and `debugger.step()` after it.",
-        references=("seeds/000", "seeds/001", "seeds/004"),
+        references=("docs/knowledge/guides.md#the-checklist", "docs/knowledge/guides.md#the-swiglu-case", "docs/knowledge/guides.md#msprobe-for-pytorch"),
     )
     invalid = (
         Example.script("""
@@ -177,14 +178,14 @@ class DebuggerStartStopStep(Rule):
                         debugger.stop()
                         debugger.step()
                     iteration += 1
-        """, "the placement of seeds/000"),
+        """, "the placement the tuning guide shows"),
         Example.script("""
             from msprobe.pytorch import PrecisionDebugger
 
             debugger = PrecisionDebugger(config_path="./config.json", dump_path="./npu_dump")
             debugger.start()
             debugger.stop()
-        """, "no loop: step() is not needed (seeds/004)"),
+        """, "no loop: step() is not needed (the msprobe guide)"),
     )
 
     def check_file(self, ctx: FileContext) -> None:
@@ -222,7 +223,7 @@ class MsprobeConfig(Rule):
         fix="Use the documented values and put scope/list/data_mode/summary_mode in the task's section, e.g. "
         "`{\"task\": \"statistics\", \"dump_path\": \"./dump\", \"rank\": [], \"step\": [0], \"level\": \"L0\", "
         "\"statistics\": {\"scope\": [], \"list\": [], \"data_mode\": [\"all\"], \"summary_mode\": \"md5\"}}`.",
-        references=("seeds/001, seeds/004", "mindstudio-probe 1.0.3 msprobe/config/README.md"),
+        references=("docs/knowledge/guides.md#the-swiglu-case", "docs/knowledge/guides.md#msprobe-for-pytorch", "mindstudio-probe 1.0.3 msprobe/config/README.md"),
     )
     invalid = (
         Example({"config.json": """
@@ -260,7 +261,7 @@ class MsprobeConfig(Rule):
                 "level": "L0",
                 "statistics": {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": "md5"}
             }
-        """}, "seeds/001, md5 mode"),
+        """}, "md5 mode, as the msprobe guide configures it"),
         Example({"config.json": """
             {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32}
         """}, "a model config: not msprobe's"),

@@ -1,4 +1,4 @@
-"""Category `determinism`: the run computes the same thing twice, on each side (knowledge.md §1)."""
+"""Category `determinism`: the run computes the same thing twice, on each side (docs/knowledge/determinism.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
 from acclint.rules.deterministic_ops import nondeterministic_uses
 from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
+from acclint.rules.values import Origin, enclosing_function, number, passed_by_a_caller, value_origin
 
 
 def _seeded(facts: ProgramFacts) -> bool:
@@ -75,8 +76,83 @@ class DeterministicAlgorithmsOff(EffectRule):
                     torch.use_deterministic_algorithms(True)  # expect: ACL201
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, "opt-in: on only behind a flag that defaults to off, so the default run is nondeterministic"),
+        Example.script("""
+            import sys
+
+            import torch
+            from omegaconf import OmegaConf
+            from hydra.utils import instantiate
+
+
+            if __name__ == "__main__":  # expect: ACL201
+                torch.manual_seed(0)
+                config = OmegaConf.load(sys.argv[1])
+                trainer = instantiate(config.trainer)
+                trainer.train()
+        """, "a trainer built from a config: info only, naming the calls acclint could not follow "
+             "(`instantiate()`, `trainer.train()`), since the code they run may switch it on"),
+        Example({
+            "train.py": """
+                import torch
+
+                from experiment import ExperimentConfig
+
+
+                if __name__ == "__main__":  # expect: ACL201
+                    torch.manual_seed(0)
+                    trainer = ExperimentConfig().build()
+                    trainer.train()
+            """,
+            "experiment.py": """
+                import importlib
+
+
+                class ExperimentConfig:
+                    trainer = "trainers.Trainer"
+
+                    def build(self):
+                        module, name = self.trainer.rsplit(".", 1)
+                        return getattr(importlib.import_module(module), name)()
+            """,
+        }, "`config.build()` that looks its trainer class up by name: info, the call is named"),
     )
     valid = (
+        Example.script("""
+            import sys
+
+            import torch
+
+
+            def train(argv):
+                torch.use_deterministic_algorithms(True)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+
+
+            def evaluate(argv):
+                pass
+
+
+            COMMANDS = {"train": train, "eval": evaluate}
+
+            if __name__ == "__main__":
+                COMMANDS[sys.argv[1]](sys.argv[2:])
+        """, "a sub-command dict: the functions it maps names to are followed"),
+        Example.script("""
+            import functools
+
+            import torch
+            import torch.multiprocessing as mp
+
+
+            def worker(rank, lr):
+                torch.use_deterministic_algorithms(True)
+                model = torch.nn.Linear(2, 1)
+                torch.optim.SGD(model.parameters(), lr=lr).step()
+
+
+            if __name__ == "__main__":
+                mp.spawn(functools.partial(worker, lr=0.1), nprocs=2)
+        """, "a worker handed to mp.spawn through functools.partial is followed"),
         Example.script("""
             import torch
 
@@ -533,6 +609,38 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a script that is not on disk, with a flag only training reads",
         ),
+        Example(
+            {
+                "test/train_full_8p.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    KERNEL_NUM=$(($(nproc)/8))
+                    for((RANK_ID=0;RANK_ID<RANK_SIZE;RANK_ID++));
+                    do
+                        export RANK_ID=$RANK_ID
+                        PID_START=$((KERNEL_NUM * RANK_ID))
+                        PID_END=$((PID_START + KERNEL_NUM - 1))
+                        nohup taskset -c $PID_START-$PID_END python3 main.py --lr 0.8 > train_$RANK_ID.log 2>&1 &  # expect: ACL205
+                    done
+                    wait
+                """,
+                "main.py": """
+                    import torch
+                    import torch_npu
+
+                    if __name__ == "__main__":  # expect: ACL205
+                        torch.use_deterministic_algorithms(True)
+                        torch.distributed.init_process_group("hccl")
+                        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 2).npu()).sum().backward()
+                        optimizer.step()
+                """,
+                "setup.cfg": "",
+            },
+            "one process per card started in a RANK_ID loop (nohup taskset ... python3 main.py &), "
+            "the script in the folder above the launch script",
+        ),
     )
     valid = (
         Example.script("""
@@ -753,6 +861,26 @@ class MindSporeDeterministicOff(EffectRule):
             net = nn.Dense(3, 1)
             grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
         """, "switched off"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn
+
+
+            class ClipTrainStep(nn.TrainOneStepCell):
+                def construct(self, *inputs):
+                    loss = self.network(*inputs)
+                    self.optimizer(self.grad(self.network, self.weights)(*inputs))
+                    return loss
+
+
+            if __name__ == "__main__":  # expect: ACL206
+                ms.set_seed(0)
+                net = nn.WithLossCell(nn.Dense(8, 8), nn.MSELoss())
+                step = ClipTrainStep(net, nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9))
+                step.set_train()
+                for _ in range(3):
+                    step(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))
+        """, "a loop calling a locally subclassed TrainOneStepCell by hand"),
     )
     valid = (
         Example.script("""
@@ -910,11 +1038,22 @@ class DropoutInParityRun(ProgramRule):
     summary = "Dropout is active in a seeded parity run"
     doc = RuleDoc(
         what="Reports dropout with a non-zero probability (torch `nn.Dropout`/`F.dropout`, MindSpore "
-        "`nn.Dropout`, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity.",
+        "`nn.Dropout`, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity. "
+        "The probability may be a literal or a name acclint follows one step: a constant, a constructor's default "
+        "that no caller in the program overrides, or a config attribute whose config class (declared, or the one "
+        "the file and its imported modules agree on) gives a default.",
         why="CUDA and Ascend generate dropout masks with different Philox implementations, so even with equal "
         "seeds the masks differ and the losses diverge from step 0. The guides switch dropout off to align "
         "losses (Megatron defaults are 0.1; MindSpeed-LLM recipes set 0.0).",
-        fix="Set dropout to 0 for the alignment run (`nn.Dropout(p=0.0)`, `--attention-dropout 0.0 --hidden-dropout 0.0`).",
+        fix="Set dropout to 0 for the alignment run (`nn.Dropout(p=0.0)`, `--attention-dropout 0.0 --hidden-dropout 0.0`). "
+        "When the probability comes from a name, set it where it is defined: the constant, the constructor's "
+        "default (or pass 0.0 where the module is built), the config's value.",
+        references=(
+            # The probability hidden in a config's default: a model built without touching dropout keeps 0.1.
+            "https://github.com/princeton-nlp/SimCSE/issues/127",
+            # Equal seeds, another dropout implementation: other masks, other outputs (expected behaviour).
+            "https://github.com/pytorch/pytorch/issues/149726",
+        ),
     )
     invalid = (
         Example.script("""
@@ -926,6 +1065,46 @@ class DropoutInParityRun(ProgramRule):
                 drop = torch.nn.Dropout(p=0.1)  # expect: ACL209
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """),
+        Example({
+            "train.py": """
+                import torch
+                from torch import nn
+
+                from model import Block, TinyConfig
+
+                ATTENTION_DROPOUT = 0.1
+
+
+                class Net(nn.Module):
+                    def __init__(self, config: TinyConfig, dropout=0.2):
+                        super().__init__()
+                        self.block = Block(config)
+                        self.attn_drop = nn.Dropout(ATTENTION_DROPOUT)  # expect: ACL209
+                        self.drop = nn.Dropout(dropout)  # expect: ACL209
+
+
+                if __name__ == "__main__":
+                    torch.manual_seed(0)
+                    net = Net(TinyConfig())
+                    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+            """,
+            "model.py": """
+                from dataclasses import dataclass
+
+                from torch import nn
+
+
+                @dataclass
+                class TinyConfig:
+                    hidden_dropout_prob: float = 0.1
+
+
+                class Block(nn.Module):
+                    def __init__(self, config):
+                        super().__init__()
+                        self.dropout = nn.Dropout(config.hidden_dropout_prob)  # expect: ACL209
+            """,
+        }, title="the probability from a module constant, a constructor default, a config class's default"),
     )
     valid = (
         Example.script("""
@@ -937,7 +1116,25 @@ class DropoutInParityRun(ProgramRule):
                 drop = torch.nn.Dropout(p=0.0)
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """),
+        Example.script("""
+            import torch
+            from torch import nn
+
+
+            class Net(nn.Module):
+                def __init__(self, dropout=0.1):
+                    super().__init__()
+                    self.drop = nn.Dropout(dropout)
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                net = Net(dropout=0.0)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, title="the caller switches the constructor's default off"),
     )
+
+    consequence = "draws device-specific masks: GPU and NPU losses diverge from step 0 even with equal seeds."
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         if not _seeded(facts):
@@ -947,18 +1144,39 @@ class DropoutInParityRun(ProgramRule):
             if not step.fact.names & dropouts:
                 continue
             p = step.fact.arg("p", 0)
-            value = p.value.literal if p is not None else 0.5
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-                ctx.report(self, step.file, step.fact.node, f"dropout p={value} draws device-specific masks: "
-                           "GPU and NPU losses diverge from step 0 even with equal seeds.",
-                           fix="use p=0.0 for the alignment run",
-                           autofix=unsafe_fix("set p=0.0", SetArgument(keyword="p", position=0, code="0.0")))
+            if p is None or p.value.is_literal:
+                value = p.value.literal if p is not None else 0.5
+                if number(value) and value > 0:
+                    ctx.report(self, step.file, step.fact.node, f"dropout p={value} {self.consequence}",
+                               fix="use p=0.0 for the alignment run",
+                               autofix=unsafe_fix("set p=0.0", SetArgument(keyword="p", position=0, code="0.0")))
+                continue
+            if p.keyword is None and "mindspore.nn.Dropout" in step.fact.names:
+                continue  # positionally that is keep_prob, not a drop probability (ACL704)
+            origin = self._origin(ctx, step, p.value)
+            if origin is not None and number(origin.value) and origin.value > 0:
+                ctx.report(self, step.file, step.fact.node,
+                           f"dropout p={origin.value} (`{p.value.dotted}`: {origin.what}, {origin.where}) "
+                           f"{self.consequence}", fix=f"use 0.0 for `{p.value.dotted}` in the alignment run")
         for shell, launch in ctx.program.launches:
             for flag in ("attention-dropout", "hidden-dropout"):
                 value = launch.flags().get(flag)
                 if value is not None and _positive(value.value):
                     ctx.report_shell(self, value.span, f"--{flag} {value.value}: dropout masks differ between "
                                      "CUDA and Ascend.", fix=f"--{flag} 0.0 for the alignment run")
+
+
+    @staticmethod
+    def _origin(ctx: ProgramContext, step, value) -> Optional[Origin]:
+        """The probability a name stands for: a constant, a parameter's default that no caller in the program
+        overrides, or the config class's default of a config attribute."""
+        call = step.fact
+        origin = value_origin(ctx.project, step.file, call.scope, call.order, value)
+        function = enclosing_function(step.file, call.scope)
+        if origin is None or function is None or value.dotted not in function.defaults:
+            return origin
+        overridden = passed_by_a_caller(ctx.project, ctx.program, step.file, function, value.dotted)
+        return None if overridden else origin
 
 
 def _positive(text) -> bool:

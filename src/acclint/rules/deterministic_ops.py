@@ -1,5 +1,5 @@
 """Category `determinism`: ops that raise under `torch.use_deterministic_algorithms(True)` on CUDA
-(knowledge.md §8 "Deterministic mode"). Which ops raise, per torch release, comes from the generated
+(docs/knowledge/determinism.md#deterministic-ops). Which ops raise, per torch release, comes from the generated
 table knowledge/deterministic_ops.toml; how code reaches them, argument by argument, from
 knowledge/deterministic_calls.toml."""
 

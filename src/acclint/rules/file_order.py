@@ -1,4 +1,4 @@
-"""Category `determinism`: file lists in file-system order (knowledge.md §8 "File order")."""
+"""Category `determinism`: file lists in file-system order (docs/knowledge/determinism.md#file-order)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Category `framework-default`: MindSpore APIs whose defaults differ from the PyTorch ones a model was
-ported from (knowledge.md §3, quick seed 7). The table is knowledge/framework_defaults.toml; each
+ported from (docs/knowledge/framework-defaults.md). The table is knowledge/framework_defaults.toml; each
 message gives both frameworks' values. `mindspore.mint` follows torch's defaults and is not reported."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from acclint.knowledge import table
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.base import ProgramRule
+from acclint.rules.base import ProgramRule, absence
 from acclint.rules.flow import calls_named, calls_with_method
 from acclint.rules.program_facts import ProgramFacts
 
@@ -456,9 +456,11 @@ class TrainedWithoutSetTrain(ProgramRule):
                         if getattr(file.functions.get(c.scope), "owner", None) is None]
             if wrappers:
                 first = wrappers[0]
-                ctx.report(self, file, first.node, f"`{first.callee}` trains a Cell, but the program started by "
-                           f"{ctx.program.entry.path} never calls set_train(): MindSpore Cells start in inference "
-                           "mode (Dropout off, BatchNorm frozen), PyTorch modules in training mode.",
+                message, severity = absence(
+                    facts, f"`{first.callee}` trains a Cell, but the program started by {ctx.program.entry.path} "
+                    "never calls set_train(): MindSpore Cells start in inference mode (Dropout off, BatchNorm "
+                    "frozen), PyTorch modules in training mode.")
+                ctx.report(self, file, first.node, message, severity=severity,
                            fix="net.set_train() before the training loop")
                 return
 

@@ -1,6 +1,6 @@
 """Category `fused-op`: fused NPU kernels compute what several composed ops compute on the GPU, but
 not bit for bit, and some have defaults that differ from the composed code they replace
-(knowledge.md §2; seeds/001: the swiglu case). Written explicitly, so reported at its line."""
+(docs/knowledge/fused-ops.md; the swiglu case, docs/knowledge/guides.md#the-swiglu-case). Written explicitly, so reported at its line."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ class FusionAttentionScale(FusedTrap):
         "(0.088 for head_dim 128). Left at 1.0 the logits are √d times larger: the softmax is far sharper and "
         "the loss diverges from the GPU run from step 0.",
         fix="Pass `scale=1.0 / math.sqrt(head_dim)` (or the model's `softmax_scale`).",
-        references=("knowledge.md §2.1 npu_fusion_attention trap (1)",),
+        references=("docs/knowledge/fused-ops.md#npu_fusion_attention (trap 1)",),
     )
     invalid = (
         Example.script("""
@@ -482,12 +482,12 @@ class FusedOpUse(Rule):
         "MindSpore `ops.swiglu` / `ops.rms_norm`, ...), with what it computes and the composed equivalent. Calls "
         "that fall into a known trap get the trap's warning (ACL402-ACL406) instead.",
         why="A fused kernel computes the same function as the composed GPU ops but not bit for bit: one rounding "
-        "instead of three, fp32 internal statistics, another accumulation order (seeds/001: PyTorch used "
+        "instead of three, fp32 internal statistics, another accumulation order (the swiglu case, docs/knowledge/guides.md#the-swiglu-case: PyTorch used "
         "`npu_swiglu` while MindSpore composed three ops; the loss gap took a full dump-and-compare to find). "
         "When aligning an NPU run with a GPU baseline, the first step is to run the composed form on both sides.",
         fix="While aligning accuracy, replace the kernel with the composed form shown (or turn off the launcher "
         "flag that selects it); switch it back on once the runs agree.",
-        references=("knowledge.md §2", "seeds/001 (swiglu case)"),
+        references=("docs/knowledge/fused-ops.md", "docs/knowledge/guides.md#the-swiglu-case"),
     )
     invalid = (
         Example.script("""
@@ -607,10 +607,10 @@ class NativeGeluOnNpu(Rule):
         why="The op-plugin notice for `npu_gelu` says that on NPU the native `torch.nn.functional.gelu` ignores "
         "`approximate` and computes the **tanh** approximation, while the GPU computes the exact **erf** GELU "
         "(`approximate='none'`, the default); `torch_npu.npu_gelu(x, approximate='none')` gives explicit control. "
-        "The torch_npu versions the notice applies to are not documented (knowledge.md §7), hence info.",
+        "The torch_npu versions the notice applies to are not documented (docs/knowledge/README.md#open-points), hence info.",
         fix="Where erf-GELU parity matters, call `torch_npu.npu_gelu(x, approximate='none')` on the NPU side, or "
         "use the tanh form on both sides.",
-        references=("knowledge.md §2.1 npu_gelu; quick seed 6",),
+        references=("docs/knowledge/fused-ops.md#npu_gelu",),
     )
     invalid = (
         Example.script("""

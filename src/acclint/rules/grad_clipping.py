@@ -1,5 +1,5 @@
 """Category `mixed-precision`: gradients clipped while still multiplied by the loss scale
-(knowledge.md §8 "Clipping with a loss scaler")."""
+(docs/knowledge/mixed-precision.md#clipping-with-a-loss-scaler)."""
 
 from __future__ import annotations
 

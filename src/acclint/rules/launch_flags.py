@@ -115,7 +115,8 @@ class PreTockensBelowSeqLength(LaunchFlagRule):
         fix="Remove `--pre-tockens` (or set it to at least the sequence length). If the model really uses a "
         "sliding window, give the GPU run the same window (Megatron-LM `--window-size`) and, on MindSpeed-LLM, "
         "say so with `--sliding-window`.",
-        references=("knowledge.md §2.1 npu_fusion_attention, §2.2, §4.3; quick seed 8",
+        references=("docs/knowledge/fused-ops.md#npu_fusion_attention", "docs/knowledge/fused-ops.md#mindspeed-switches",
+                    "docs/knowledge/launchers.md#npu-only-flags",
                     "MindSpeed mindspeed/core/transformer/flash_attention/flash_attention/adaptor.py",
                     "MindSpeed-LLM mindspeed_llm/core/transformer/custom_dot_product_attention.py"),
     )
@@ -278,7 +279,7 @@ class ReuseFp32ParamWithoutBf16(LaunchFlagRule):
         "`--reuse-fp32-param only support for bf16`), so nothing is silently miscomputed: the job never starts. "
         "On the GPU side, Megatron-LM has no such flag; its fp16 and bf16 runs keep separate fp32 master weights.",
         fix="Train in bf16 (`--bf16`), as the GPU run should too for parity, or drop `--reuse-fp32-param`.",
-        references=("knowledge.md §2.2, §4.3; quick seed 8",
+        references=("docs/knowledge/fused-ops.md#mindspeed-switches", "docs/knowledge/launchers.md#npu-only-flags",
                     "MindSpeed mindspeed/features_manager/memory/reuse_fp32_param.py",
                     "MindSpeed mindspeed/core/memory/reuse_param/reuse_optimizer.py"),
     )

@@ -1,6 +1,6 @@
 """Category `mixed-precision`: fp16 needs loss scaling (Ascend's fp16-only kernels make fp16 common
 there), autocast must name the device the run is on, and GPU TF32 switches have NPU HF32
-counterparts with other defaults (knowledge.md §5, §1.1-1.2). All written explicitly in one file."""
+counterparts with other defaults (docs/knowledge/mixed-precision.md, docs/knowledge/numerics-modes.md). All written explicitly in one file."""
 
 from __future__ import annotations
 
@@ -130,7 +130,18 @@ def _is_test_file(facts: FileFacts) -> bool:
 
 
 def _calls_backward(facts: FileFacts) -> bool:
-    return bool(calls_with_method(facts, ("backward",)))
+    """Autograd's own backward: `loss.backward()` or `torch.autograd.backward(...)`.
+
+    `optimizer.backward(loss)`, `accelerator.backward(loss)`, `engine.backward(loss)` hand the loss
+    to an object whose class owns the scaling (fairseq's AMPOptimizer, accelerate, DeepSpeed), often
+    defined in another module; this file does not decide whether the loss is scaled.
+    """
+    return any(call.callee == "torch.autograd.backward" or not _passes_loss(call)
+               for call in calls_with_method(facts, ("backward",)))
+
+
+def _passes_loss(call: Call) -> bool:
+    return call.arg("", 0) is not None
 
 
 class Fp16WithoutLossScaling(Rule):
@@ -140,7 +151,8 @@ class Fp16WithoutLossScaling(Rule):
     severity = "warning"
     summary = "fp16 training (autocast float16, `.half()`, apex O3 / loss_scale=1) with backward() and no loss scaler"
     doc = RuleDoc(
-        what="Reports fp16 mixed precision in a file that calls `backward()` and never scales the loss: "
+        what="Reports fp16 mixed precision in a file that calls autograd's `loss.backward()` and never scales the loss "
+        "(a loss handed to an object, `optimizer.backward(loss)`, is that object's to scale): "
         "`torch.autocast(..., dtype=torch.float16)` (or a cuda/npu autocast, whose default dtype is float16), "
         "`model.half()`, apex `amp.initialize` with `opt_level='O3'` or `loss_scale=1`, when no `GradScaler` "
         "(torch.amp / torch.cuda.amp / torch.npu.amp), apex `amp.scale_loss` or other scaler appears.",
@@ -150,7 +162,7 @@ class Fp16WithoutLossScaling(Rule):
         "training series) and the NPU guides make loss scaling standard. GradScaler starts at 2**16 = 65536.",
         fix="Wrap the step in a scaler: `scaler = torch.amp.GradScaler('npu')` (or 'cuda'), "
         "`scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()`; or train in bf16.",
-        references=("knowledge.md §5.1, §5.2",),
+        references=("docs/knowledge/mixed-precision.md#fp16-only-ops", "docs/knowledge/mixed-precision.md#loss-scaling-and-autocast"),
     )
     invalid = (
         Example.script("""
@@ -225,6 +237,16 @@ class Fp16WithoutLossScaling(Rule):
                 model.half().eval()
                 return model
         """, "fp16 without training"),
+        Example.script("""
+            import torch
+
+
+            def train_step(model, optimizer, batch):
+                with torch.autocast(device_type="cuda", dtype=torch.float16):
+                    loss = model(batch).mean()
+                optimizer.backward(loss)  # the wrapper's class scales the loss, in another module
+                optimizer.step()
+        """, "the loss handed to an object's backward(loss), which owns the scaling"),
     )
 
     def check_file(self, ctx: FileContext) -> None:
@@ -257,7 +279,7 @@ class MindSporeFp16WithoutLossScale(Rule):
         "Conv/MatMul/Sort/TopK run in fp16 on the Atlas training series.",
         fix="Use `nn.TrainOneStepWithLossScaleCell(net, opt, scale_sense=nn.DynamicLossScaleUpdateCell(2**24, 2, "
         "1000))`, or `Model(..., loss_scale_manager=DynamicLossScaleManager())`, or amp_level='O2'.",
-        references=("knowledge.md §5.2",),
+        references=("docs/knowledge/mixed-precision.md#loss-scaling-and-autocast",),
     )
     invalid = (
         Example.script("""
@@ -552,7 +574,7 @@ class Tf32FlagOnNpu(Rule):
         "convs (~11-bit mantissa).",
         fix="Set the NPU switch with the same intent beside it: `torch.npu.matmul.allow_hf32 = True` for TF32 "
         "matmuls, `torch.npu.conv.allow_hf32 = False` for fp32 convolutions.",
-        references=("knowledge.md §1.1, §1.2, quick seed 1",),
+        references=("docs/knowledge/numerics-modes.md#tf32-and-hf32",),
     )
     invalid = (
         Example.script("""

@@ -1,4 +1,4 @@
-"""Category `mixed-precision`: Ascend numerics modes written outside the model code (knowledge.md §8,
+"""Category `mixed-precision`: Ascend numerics modes written outside the model code (docs/knowledge/numerics-modes.md,
 knowledge/npu_modes.toml). The operator precision mode decides whether float32 matmuls stay
 float32, the implementation mode picks precise or fast kernels, and the overflow mode decides
 whether Inf/NaN exist at all. The GPU run has none of these switches: it computes what the code says.
@@ -131,7 +131,7 @@ class PrecisionModeLowersFp32(ExplicitRule):
         "`mindspore.device_context.ascend.op_precision.precision_mode(\"must_keep_origin_dtype\")` or "
         "`precision_mode: \"must_keep_origin_dtype\"` in the YAML, while aligning accuracy. Lower precision on "
         "purpose with autocast on both sides instead, so both runs compute in the same format.",
-        references=("knowledge.md §8", "CANN aclCompileOpt (aclcppdevg_03_1371)",
+        references=("docs/knowledge/numerics-modes.md#precision-mode", "CANN aclCompileOpt (aclcppdevg_03_1371)",
                     "MindSpore device_context.ascend.op_precision.precision_mode"),
     )
     invalid = (
@@ -256,7 +256,7 @@ class PrecisionModeUnset(ProgramRule):
         "against 23; nothing above 65504); on Atlas A2/A3 (910B/910C) it is `must_keep_origin_dtype`. The same script "
         "thus matches the GPU's float32 on one NPU and not on another.",
         fix='Write the mode down: `torch.npu.set_option({"ACL_PRECISION_MODE": "must_keep_origin_dtype"})` at start-up.',
-        references=("knowledge.md §8", "CANN AOE --precision_mode defaults (aoepar_16_046)"),
+        references=("docs/knowledge/numerics-modes.md#precision-mode", "CANN AOE --precision_mode defaults (aoepar_16_046)"),
     )
     invalid = (
         Example.script("""
@@ -370,11 +370,11 @@ class OpImplHighPerformance(ExplicitRule):
         why="Many Ascend operators ship a high-precision and a high-performance implementation (CANN lists them in "
         "`impl_mode/high_precision.ini` and `high_performance.ini`); the fast one trades precision for speed, e.g. "
         "with float16 intermediates (relative step 9.8e-4 against float32's 1.2e-7) or coarser approximations. The "
-        "GPU run has one float32 kernel per op. The NPU tuning notes (seeds/003) ask for `high_precision` while "
+        "GPU run has one float32 kernel per op. The NPU tuning notes (docs/knowledge/guides.md#npu-tuning-notes) ask for `high_precision` while "
         "aligning accuracy.",
         fix='`option["ACL_OP_SELECT_IMPL_MODE"] = "high_precision"` while aligning accuracy; switch back to '
         "high_performance only after the loss curves match.",
-        references=("knowledge.md §8", "seeds/003", "CANN aclCompileOpt (aclcppdevg_03_1371)"),
+        references=("docs/knowledge/numerics-modes.md#implementation-mode", "docs/knowledge/guides.md#npu-tuning-notes", "CANN aclCompileOpt (aclcppdevg_03_1371)"),
     )
     invalid = (
         Example.script("""
@@ -483,7 +483,7 @@ class SaturationOverflowMode(ExplicitRule, ProgramRule):
         "needs INF/NaN mode and does not work in saturation mode.",
         fix="Remove the variable (INF/NaN mode is the default on Atlas A2/A3) or set `INF_NAN_MODE_ENABLE=1`; "
         "on MindSpore use `MS_ASCEND_CHECK_OVERFLOW_MODE=INFNAN_MODE`.",
-        references=("knowledge.md §1.2, §5.3, §8",),
+        references=("docs/knowledge/numerics-modes.md#overflow-mode", "docs/knowledge/mixed-precision.md#overflow-detection"),
     )
     invalid = (
         Example({"run_npu.sh": """

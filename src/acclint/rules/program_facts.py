@@ -71,6 +71,9 @@ class ProgramFacts:
     always_seeded: set = field(default_factory=set)
     # Effects switched on only behind such a flag: effect -> OptInSetting (the default run lacks them).
     optional_effects: dict = field(default_factory=dict)
+    # Calls in its set-up whose target is chosen at run time (a config's build(), a registry, a
+    # subscripted dict or getattr of functions, methods of what those built): code acclint did not read.
+    open_calls: list = field(default_factory=list)
 
 
 def program_facts(ctx: ProgramContext) -> ProgramFacts:
@@ -108,6 +111,8 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
         for targets in file.bindings.values():
             out.imports.update(t.split(".", 1)[0] for t in targets)
     models = _ModelFinder(ctx)
+    open_calls = _OpenCalls(ctx)
+    instances: dict = {}  # (file, scope, name) -> qualified names of the class it was built from
     caller_guards: dict = {}  # depth -> guards in force at the latest call of that depth
     for step in program.flow:
         fact = step.fact
@@ -118,18 +123,75 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
         opt_in = opt_in_guard(ctx, guards) if guards else None
         if isinstance(fact, Call):
             caller_guards[step.depth] = guards
-            _seeding_call(ctx, step, fact, opt_in, out)
+            _seeding_call(ctx, step, fact, opt_in, out, instances)
             _record_setting(step, opt_in, out)
             _usage(step, fact, out)
             models.see(step, fact)
+            open_calls.see(step, fact)
         elif isinstance(fact, Assignment):
             _record_setting(step, opt_in, out)
         else:
             _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out,
                  opt_in)
     out.first_model = models.first
+    out.open_calls = open_calls.found
     out.frameworks = _training_frameworks(program)
     return out
+
+
+class _OpenCalls:
+    """The flow's calls that acclint cannot follow and that may run code it did not read."""
+
+    def __init__(self, ctx: ProgramContext):
+        graph = table("callgraph")
+        self.builders = frozenset(graph["builders"])
+        self.components = tuple(graph["components"])
+        self.max_depth = graph["set_up_depth"]
+        self.model_methods = frozenset(graph["model_methods"])
+        self.project = ctx.project
+        self.built: set = set()  # (file, scope, name) holding an object a builder returned
+        self.found: list = []
+
+    def see(self, step: Step, call: Call) -> None:
+        # A run is set up by the entry's code and what it calls directly (`main()`, a trainer's
+        # __init__); a dynamic call deeper down (a checkpoint utility's getattr) is a library's own.
+        if step.importing or step.depth > self.max_depth or call.scope.rsplit(".", 1)[-1] in self.model_methods:
+            return
+        if not self._open(step, call):
+            return
+        self.found.append(step)
+        if call.assigned_to:
+            self.built.add((step.file.abspath, call.scope, call.assigned_to))
+
+    def _open(self, step: Step, call: Call) -> bool:
+        head = call.callee.split(".", 1)[0]
+        if (step.file.abspath, call.scope, head) in self.built:
+            return True  # `runner.train()` on what `Runner.from_cfg(cfg)` built, `cls()` on what locate() gave
+        if call.method in self.builders:
+            receiver = call.callee.rsplit(".", 1)[0] if "." in call.callee else ""
+            # `model = instantiate(cfg.model).to(device)`: the name is where the chain's result goes.
+            held = call.assigned_to or next((s.split(":", 1)[1] for s in reversed(call.sinks)
+                                             if s.startswith(("name:", "attr:"))), None)
+            if self._component(held) or self._component(receiver):
+                return False
+            return self.project.local_target(step.file, call.callee, call.scope, {}) is None
+        if call.callee != "?" or call.receiver is None:
+            return False
+        target = call.receiver
+        if target.base_call:
+            return target.base == "getattr"  # `getattr(module, name)(...)`
+        # `HANDLERS[name](...)`: open unless the dict's functions are known (a literal of references).
+        return (bool(target.chain) and target.chain[-1] == "[]" and bool(target.base)
+                and not target.base.startswith("self.") and not _holds_references(step.file, target.base))
+
+
+    def _component(self, name: Optional[str]) -> bool:
+        text = (name or "").rsplit(".", 1)[-1].lower()
+        return any(hint in text for hint in self.components)
+
+
+def _holds_references(file, name: str) -> bool:
+    return any(r.sink == "name:" + name for r in file.references)
 
 
 def _training_frameworks(program: Program) -> frozenset:
@@ -144,11 +206,20 @@ def _training_frameworks(program: Program) -> frozenset:
 # -- seeding ---------------------------------------------------------------------------------
 
 
-def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
+def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts,
+                  instances: dict) -> None:
     seeders = table("seeding")["seeders"]
+    if call.assigned_to and call.names:  # `model = SentenceTransformer(...)`: what `model.fit()` calls
+        instances[(step.file.abspath, call.scope, call.assigned_to)] = call.names
+    method_seeder = _method_seeder(step, call, instances)
+    if method_seeder is not None:
+        _record_seeding(frozenset(method_seeder[1]["covers"]), Source(step=step, what=method_seeder[0]), opt_in, out)
+        return
     for name in call.names:
         entry = seeders.get(name)
         if entry is not None:
+            if _saves_state_first(step.file, call):
+                return  # a temporary re-seed around weight initialisation, restored afterwards
             source = Source(step=step, what=name)
             _record_seeding(frozenset(entry.get("covers", ())), source, opt_in, out)
             for effect in entry.get("effects", []):
@@ -165,6 +236,26 @@ def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[
         covers = frozenset(table("seeding")["unseen_helpers"]["covers"])
         what = f"{unseen} (assumed to seed every generator: acclint cannot read it)"
         _record_seeding(covers, Source(step=step, what=what), opt_in, out)
+
+
+def _method_seeder(step: Step, call: Call, instances: dict) -> Optional[tuple]:
+    """(qualified method, entry) when `call` is `obj.method(...)` on an instance of a library class
+    whose method seeds (seeding.toml `method_seeders`)."""
+    head, _, method = call.callee.rpartition(".")
+    if not head or "." in head:
+        return None
+    classes = instances.get((step.file.abspath, call.scope, head), ())
+    seeders = table("seeding").get("method_seeders", {})
+    for cls in sorted(classes):
+        entry = seeders.get(f"{cls}.{method}")
+        if entry is not None:
+            return f"{cls}.{method}", entry
+    return None
+
+
+def _saves_state_first(file, call: Call) -> bool:
+    savers = frozenset(table("seeding")["state_savers"])
+    return any(other.order < call.order and other.names & savers for other in file.calls_in(call.scope))
 
 
 def _record_seeding(covers: frozenset, source: Source, opt_in: Optional[tuple], out: ProgramFacts) -> None:

@@ -1,5 +1,5 @@
 """Category `seed`: every generator the run draws from is seeded, by code the entry point runs,
-before the model is built. Checklist item 1 of every guide (knowledge.md §1)."""
+before the model is built. Checklist item 1 of every guide (docs/knowledge/guides.md#the-checklist; facts: docs/knowledge/seeding.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
-from acclint.rules.base import ProgramRule, at_entry_start, where
+from acclint.rules.base import ProgramRule, absence, at_entry_start, where
 from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts, first_model_label
 from acclint.rules.flags import passed_by_launch, runs_only_when
@@ -74,7 +74,7 @@ class UnseededGenerator(ProgramRule):
         message = f"{self.label} is never seeded in the program started by {ctx.program.entry.path}{detail}.{hint}"
         # Unsafe: seeding changes every random draw the run makes from here on.
         autofix = unsafe_fix(f"add {self.seed_statement[0]}", at_entry_start(ctx, *self.seed_statement))
-        self.report_program(ctx, message, f"call `{self.seed_call}` at the start of the entry point "
+        self.report_absence(ctx, facts, message, f"call `{self.seed_call}` at the start of the entry point "
                             "(or a helper that does, e.g. transformers.set_seed)", severity, autofix)
 
 
@@ -294,6 +294,18 @@ class UnseededTorch(UnseededGenerator):
                 m = t.nn.Linear(8, 2)
                 m(t.ones(8)).sum().backward()
         """, "seeded through an alias"),
+        Example.script("""
+            import torch
+            from sentence_transformers import SentenceTransformer, losses
+            from torch.utils.data import DataLoader
+
+            if __name__ == "__main__":
+                model = SentenceTransformer("distilroberta-base")
+                loader = DataLoader(pairs, shuffle=True, batch_size=16)
+                loss = losses.MultipleNegativesRankingLoss(model)
+                model.fit(train_objectives=[(loader, loss)], epochs=1)
+                torch.optim.AdamW(model.parameters()).step()
+        """, "SentenceTransformer.fit trains through a transformers Trainer, which seeds (seed 42)"),
         Example(
             {
                 "train.py": """
@@ -767,9 +779,10 @@ class SeedHelperNeverCalled(ProgramRule):
         for file, function, covers in _uncalled_seeders(ctx, facts):
             unseeded = sorted(g for g in covers if not _is_seeded(facts, g))
             if unseeded:
-                ctx.report(self, file, function.node,
-                           f"`{function.qualname}` seeds {', '.join(unseeded)} but {ctx.program.entry.path} never "
-                           "calls it, so those generators stay unseeded.",
+                message, severity = absence(
+                    facts, f"`{function.qualname}` seeds {', '.join(unseeded)} but {ctx.program.entry.path} never "
+                    "calls it, so those generators stay unseeded.")
+                ctx.report(self, file, function.node, message, severity=severity,
                            fix=f"call {function.qualname}(seed) at the start of the entry point")
 
 

@@ -1,5 +1,5 @@
 """Category `mixed-precision`: what `torch_npu.contrib.transfer_to_npu` silently changes
-(knowledge.md §8 "transfer_to_npu"): torch.cuda.DoubleTensor becomes the NPU's FloatTensor ("the double
+(docs/knowledge/numerics-modes.md#transfer_to_npu): torch.cuda.DoubleTensor becomes the NPU's FloatTensor ("the double
 type is not supported now"), and torch.jit.script / script_method become no-ops."""
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ class Mismatch:
     left: Setting
     right: Setting
     message: str
+    consequence: str = ""  # what the difference does to the numbers, when a row source knows it
 
 
 @dataclass
@@ -41,6 +42,9 @@ class DiffResult:
     ignored: list[str] = field(default_factory=list)  # by the user or as not numerics-relevant
     only_left: list[str] = field(default_factory=list)  # unknown keys one side alone writes
     only_right: list[str] = field(default_factory=list)
+    # Keys the model-code diff compared (operations, their values, seeding): counted apart from
+    # settings in the summary.
+    model_keys: set[str] = field(default_factory=set)
 
     @property
     def problems(self) -> list[str]:

@@ -86,8 +86,10 @@ def expand_ignores(items) -> list[str]:
     return out
 
 
-def user_ignored(key: str, patterns) -> bool:
-    return any(key == p or category(key) == p or fnmatch.fnmatchcase(key, p) for p in patterns)
+def user_ignored(key: str, patterns, category_: Optional[str] = None) -> bool:
+    """`category_`: the row's own category, when it is not the key's (model-code rows)."""
+    kind = category_ or category(key)
+    return any(key == p or kind == p or fnmatch.fnmatchcase(key, p) for p in patterns)
 
 
 def why(key: str) -> str:

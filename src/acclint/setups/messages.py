@@ -40,6 +40,22 @@ def describe(setting: Setting, setup: Setup) -> str:
 
 
 def message(key: str, left: Setting, right: Setting, left_setup: Setup, right_setup: Setup) -> str:
+    return _sentence(key, left, right, left_setup, right_setup) + _context(key, left_setup, right_setup)
+
+
+def _context(key: str, left_setup: Setup, right_setup: Setup) -> str:
+    """` (global-batch-size: left 256 (gpu.sh:29), right 256 (npu.sh:30))` for keys `[context]` names."""
+    parts = []
+    for other in keys.knowledge()["context"].get(key, ()):
+        left, right = left_setup.settings.get(other), right_setup.settings.get(other)
+        if left is not None or right is not None:
+            shown = [f"{side} {describe(s, setup) if s is not None else 'not set'}"
+                     for side, s, setup in (("left", left, left_setup), ("right", right, right_setup))]
+            parts.append(f"{other}: {', '.join(shown)}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _sentence(key: str, left: Setting, right: Setting, left_setup: Setup, right_setup: Setup) -> str:
     if left.semantics != right.semantics:
         return _semantics(key, left, right, left_setup, right_setup)
     if key in keys.knowledge()["fused"] and {left.value, right.value} == {True, False}:

@@ -127,7 +127,7 @@ class _Reader:
         for param, target in spec.get("keys", {}).items():
             arg = call.arg(param, params.index(param) if param in params else None)
             if arg is not None and not arg.star:
-                setting = self._argument_value(arg.value, target, where, f"{param}=")
+                setting = self._argument_value(arg.value, target, where, f"{param}=", call)
             elif param in defaults and not (role == "dropout" and found):
                 setting = Setting(target if isinstance(target, str) else "", _plain(defaults[param]), where,
                                   origin="default", written=f"{label} default {param}")
@@ -181,18 +181,41 @@ class _Reader:
         else:
             self.setup.put(replace(setting, key=target))
 
-    def _argument_value(self, value: Value, key, where: Where, written: str) -> Setting:
+    def _argument_value(self, value: Value, key, where: Where, written: str, call: Call) -> Setting:
         key_name = key if isinstance(key, str) else key[0]
         if value.is_literal:
             return Setting(key_name, _plain(value.literal), where, written=f"{written}{value.literal!r}")
         dotted = value.dotted or ""
-        resolved = self._resolve_name(dotted)
+        resolved = self._local(dotted, call) or self._resolve_name(dotted)
         if resolved is not None:
             return replace(resolved, key=key_name, note=f"through {dotted}")
         dtype = _dtype(value)
         if dtype is not None:
             return Setting(key_name, dtype, where, written=f"{written}{dotted}")
         return Setting(key_name, dotted or "<expression>", where, known=False, written=f"{written}{dotted or '...'}")
+
+    def _local(self, name: str, call: Call) -> Optional[Setting]:
+        """`batch_size = 64` ... `DataLoader(ds, batch_size=batch_size)` in one function: the value
+        the name holds when the call runs, if every assignment before it writes that literal (a
+        non-literal one, `batch_size = args.bs`, or another literal makes it unknown) and the name
+        is no parameter of the function."""
+        if call.scope == MODULE_SCOPE or not name or "." in name:
+            return None
+        function = self.facts.functions.get(call.scope)
+        if function is not None and name in function.params:
+            return None  # `if x is None: x = 0`: the caller's value, unless it passed none
+        before = [a for a in self.facts.name_assignments
+                  if a.name == name and a.scope == call.scope and a.order < call.order]
+        if not before or not before[-1].value.is_literal:
+            return None
+        last = before[-1]
+        value = _plain(last.value.literal)
+        if any(not a.value.is_literal or _plain(a.value.literal) != value for a in before[:-1]):
+            return None  # `if big: bs = 64` / `else: bs = 32`: which one runs is not known here
+        constant = self.facts.constants.get((call.scope, name))
+        # The constant table keeps the last literal of the function: its line, when it is this value.
+        where = self.where(constant[1]) if constant is not None and _plain(constant[0]) == value else self.where(call.node)
+        return Setting("", value, where, written=f"{name} = {last.value.literal!r}")
 
     def _resolve_name(self, dotted: str) -> Optional[Setting]:
         """`args.lr` -> the argparse option (or the launch script's value); `LR` -> its constant."""
@@ -224,7 +247,8 @@ class _Reader:
         for arg in call.args:
             if arg.keyword:
                 self._put_target(keys.normalise(arg.keyword),
-                                 self._argument_value(arg.value, keys.normalise(arg.keyword), where, f"{arg.keyword}="),
+                                 self._argument_value(arg.value, keys.normalise(arg.keyword), where, f"{arg.keyword}=",
+                                                     call),
                                  None)
 
     def _set_context(self, call: Call) -> None:

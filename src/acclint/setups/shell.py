@@ -10,6 +10,7 @@ import os
 from typing import Optional
 
 from acclint.linter.shell import LaunchCommand, ShellScript
+from acclint.linter.shell.model import is_flag
 from acclint.setups import keys
 from acclint.setups.record import Setting, Setup, Where
 from acclint.setups.values import parse_text
@@ -43,8 +44,12 @@ def extract_shell(script: ShellScript, display: str) -> tuple[Setup, Optional[La
     for flag, found in flags.items():
         key = keys.normalise(flag)
         where = Where(display if found.span.path == script.path else found.span.path, found.span.line)
-        value = True if found.value is None else parse_text(found.value)
-        written = f"--{flag}" if found.value is None else f"--{flag} {found.value}"
+        words = _list_value(launch, flag, key) if found.value is not None else None
+        if words:
+            value, written = tuple(parse_text(word) for word in words), f"--{flag} {' '.join(words)}"
+        else:
+            value = True if found.value is None else parse_text(found.value)
+            written = f"--{flag}" if found.value is None else f"--{flag} {found.value}"
         setup.put(Setting(key, value, where, written=written, known=found.known))
     environment = keys.knowledge()["environment"]
     for name, assignment in launch.effective_env().items():
@@ -55,6 +60,24 @@ def extract_shell(script: ShellScript, display: str) -> tuple[Setup, Optional[La
                               known=assignment.value is not None))
     setup.launcher = _launcher(script, launch, flags)
     return setup, launch
+
+
+def _list_value(launch: LaunchCommand, flag: str, key: str) -> Optional[list]:
+    """The words of a flag that takes several (argparse `nargs="*"`/`"+"` in the launcher tables:
+    `--rampup-batch-size 32 32 1000000`), when it has more than one; the flag's last occurrence."""
+    found = keys.launcher_flag("mindspeed-llm", key)  # the widest stack: every launcher's flags
+    if found is None or found[1].get("nargs") not in ("*", "+"):
+        return None
+    args = launch.script_args
+    starts = [i for i, arg in enumerate(args) if arg.text.lstrip("-") == flag and arg.text.startswith("-")]
+    if not starts:
+        return None
+    words = []
+    for arg in args[starts[-1] + 1:]:
+        if is_flag(arg.text) or arg.text == "--":
+            break
+        words.append(arg.text)
+    return words if len(words) > 1 else None
 
 
 def training_launch(script: ShellScript) -> Optional[LaunchCommand]:

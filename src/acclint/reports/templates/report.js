@@ -5,7 +5,8 @@
   var doc = document;
   var controls = doc.getElementById("controls");
   var cards = Array.prototype.slice.call(doc.querySelectorAll("article.finding"));
-  var files = Array.prototype.slice.call(doc.querySelectorAll("#findings .file"));
+  var ruleGroups = Array.prototype.slice.call(doc.querySelectorAll("#findings .rule-group"));
+  var folds = Array.prototype.slice.call(doc.querySelectorAll("#findings details.more"));
   var items = Array.prototype.slice.call(doc.querySelectorAll("#findings section.item"));
   var search = doc.getElementById("search");
   var fileSelect = doc.getElementById("file-filter");
@@ -15,17 +16,21 @@
   var catBoxes = Array.prototype.slice.call(controls.querySelectorAll("input[name=cat]"));
   var sevBoxes = Array.prototype.slice.call(controls.querySelectorAll("input[name=sev]"));
 
-  // Per file group and per checklist section: its element, its count badge and its full count.
-  var groups = files.map(function (el) {
+  // Per rule group and per checklist section: its element, its count badge and its full count.
+  var groups = ruleGroups.map(function (el) {
     var badge = el.querySelector("h4 .count");
     return { el: el, badge: badge, total: badge ? badge.textContent : "", shown: -1,
              section: items.indexOf(el.closest("section.item")) };
   });
   var groupOf = new Map(groups.map(function (g, i) { return [g.el, i]; }));
+  // A rule's folded repeats: the <details>, and the count its summary shows while filtered.
+  var foldOf = new Map(folds.map(function (el, i) { return [el, i]; }));
+  var foldCounts = folds.map(function (el) { return el.querySelector(".more-n"); });
   // One record per card; the lowercased text is read on the first search only.
   var records = cards.map(function (el) {
     return { el: el, cat: el.getAttribute("data-cat"), sev: el.getAttribute("data-sev"),
-             file: el.getAttribute("data-file"), group: groupOf.get(el.parentNode), text: null };
+             file: el.getAttribute("data-file"), group: groupOf.get(el.closest(".rule-group")),
+             fold: foldOf.has(el.parentNode) ? foldOf.get(el.parentNode) : -1, text: null };
   });
   var current = -1;
 
@@ -88,6 +93,7 @@
     s.sev.forEach(function (c) { sevs[c] = true; });
     var q = s.q.toLowerCase();
     var visible = 0, perGroup = new Array(groups.length).fill(0), perSection = new Array(items.length).fill(0);
+    var perFold = new Array(folds.length).fill(0);
     for (var i = 0; i < records.length; i++) {
       var r = records[i];
       var show = cats[r.cat] === true && sevs[r.sev] === true && (!s.file || r.file === s.file);
@@ -97,7 +103,7 @@
       }
       // Touch the DOM only where something changes: style and layout are the cost, not this loop.
       if (r.el.hidden === show) r.el.hidden = !show;
-      if (show) { visible++; perGroup[r.group]++; }
+      if (show) { visible++; perGroup[r.group]++; if (r.fold >= 0) perFold[r.fold]++; }
     }
     var filtered = visible !== records.length;
     groups.forEach(function (g, i) {
@@ -107,6 +113,17 @@
       g.shown = n;
       if (g.el.hidden !== (n === 0)) g.el.hidden = n === 0;
       if (g.badge) g.badge.textContent = String(n) === g.total || n === 0 ? g.total : n + " of " + g.total;
+    });
+    folds.forEach(function (el, i) {
+      var n = perFold[i];
+      if (el.hidden !== (n === 0)) el.hidden = n === 0;
+      foldCounts[i].textContent = filtered && n ? "(" + n + " shown)" : "";
+      // A search or a file asks for those findings: show them rather than a closed fold, and fold
+      // them again once the filter is gone (thousands of open cards would make every filter slow).
+      if ((s.q || s.file) && n && !el.open) { el.open = true; el.setAttribute("data-opened-by", "filter"); }
+      else if (!(s.q || s.file) && el.getAttribute("data-opened-by") === "filter") {
+        el.open = false; el.removeAttribute("data-opened-by");
+      }
     });
     items.forEach(function (section, i) {
       var any = section.classList.contains("empty") ? !filtered : perSection[i] > 0;
@@ -129,6 +146,9 @@
     current = index;
     if (index >= 0) {
       var el = records[index].el;
+      var fold = el.closest("details");
+      if (fold && !fold.open) fold.open = true;
+      if (fold) fold.removeAttribute("data-opened-by");  // the reader is in it now: it stays open
       el.classList.add("current");
       el.setAttribute("tabindex", "-1");
       el.focus({ preventScroll: true });
@@ -215,6 +235,17 @@
     if (nextText < records.length) idle(readTexts);
   }
   idle(readTexts);
+
+  // Print every finding: folds open for the printout and close again after it.
+  var openedForPrint = [];
+  window.addEventListener("beforeprint", function () {
+    openedForPrint = folds.filter(function (el) { return !el.open; });
+    openedForPrint.forEach(function (el) { el.open = true; });
+  });
+  window.addEventListener("afterprint", function () {
+    openedForPrint.forEach(function (el) { el.open = false; });
+    openedForPrint = [];
+  });
 
   window.addEventListener("hashchange", readHash);
   if (!readHash()) apply(false);

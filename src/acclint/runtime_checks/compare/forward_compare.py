@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from acclint.runtime_checks.model.fingerprint import ActivationRecord, ModuleRecord, ValueRecord
 from acclint.runtime_checks.model.mismatch import Mismatch
-from acclint.runtime_checks.model.module_settings import MINDSPORE_NOTES
+from acclint.runtime_checks.model.module_settings import mindspore_note
 from acclint.runtime_checks.model.names import NameMapping
 from acclint.runtime_checks.model.optimizers import values_equal
 
@@ -122,7 +122,7 @@ def check_settings(outcome: Any, left: dict[str, ModuleRecord] | None, right: di
     if left is None or right is None:
         outcome.skipped = f"not recorded on the {'left' if left is None else 'right'}"
         return
-    compared = 0
+    compared, before = 0, len(outcome.mismatches)
     for name in (n for n in left if n in right):
         a, b = left[name], right[name]
         for key in (k for k in a.settings if k in b.settings):
@@ -130,8 +130,7 @@ def check_settings(outcome: Any, left: dict[str, ModuleRecord] | None, right: di
             va, vb = a.settings[key], b.settings[key]
             if values_equal(va, vb):
                 continue
-            note = next((text for (setting, cls), text in MINDSPORE_NOTES.items()
-                         if with_mindspore and setting == key and (cls in a.module or cls in b.module)), "")
+            note = mindspore_note(key, (a.module, b.module)) if with_mindspore else ""
             outcome.mismatches.append(Mismatch(
                 "module-config", f"{name}.{key}", va, vb,
                 f"{name}.{key} is {_show(va)} on the left ({a.module}), {_show(vb)} on the right ({b.module})"
@@ -141,7 +140,10 @@ def check_settings(outcome: Any, left: dict[str, ModuleRecord] | None, right: di
     if not modules and (left or right):
         outcome.skipped = "not compared: no module with settings has the same name on both sides"
         return
-    outcome.summary = (f"{compared} setting(s) of {modules} module(s) equal" if modules
+    # Counts the equal ones only: a stage that differs must not read "1 setting(s) ... equal".
+    differing = len(outcome.mismatches) - before
+    counted = f"{compared - differing} of {compared}" if differing else str(compared)
+    outcome.summary = (f"{counted} setting(s) of {modules} module(s) equal" if modules
                        else "no module with settings (norm eps, dropout, ...) on either side")
 
 

@@ -1,6 +1,7 @@
 """Module settings that change numerics without changing weights, in one spelling and convention.
 
-A LayerNorm epsilon, a BatchNorm momentum, a dropout probability or a GELU approximation can
+A LayerNorm epsilon, a BatchNorm momentum, a dropout probability, a GELU approximation, a
+LeakyReLU slope or whether an InstanceNorm learns an affine transform can
 differ between two ports with identical weights: MindSpore's `nn.LayerNorm` defaults to
 epsilon 1e-7 (torch 1e-5), its `nn.GELU()` to the tanh approximation (torch: exact), its
 BatchNorm momentum is torch's `1 - momentum`, and its Dropout takes `keep_prob = 1 - p`.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Union
 
+from acclint.knowledge.api_differences import load, selected_version
 from acclint.runtime_checks.model.fingerprint import ModuleRecord
 from acclint.runtime_checks.model.optimizers import plain_value
 
@@ -29,6 +31,12 @@ def _mindspore_dropout_p(cell: Any) -> Any:
     return None if keep_prob is None else 1.0 - float(plain_value(keep_prob))
 
 
+def _mindspore_instance_affine(cell: Any) -> Any:
+    # nn.InstanceNorm*d(affine=False) keeps gamma/beta but does not train them.
+    gamma = getattr(cell, "gamma", None)
+    return None if gamma is None else bool(getattr(gamma, "requires_grad", True))
+
+
 def _gelu_approximate(module: Any) -> Any:
     # torch and MindSpore >= 2.3 store "none" / "tanh"; older MindSpore a bool (True = tanh).
     value = getattr(module, "approximate", None)
@@ -42,7 +50,9 @@ SETTINGS: dict[str, dict[str, dict[str, Reader]]] = {
         "LayerNorm": {"eps": "eps"},
         "RMSNorm": {"eps": "eps"},  # None means the dtype's machine epsilon
         "GroupNorm": {"eps": "eps"},
-        "_NormBase": {"eps": "eps", "momentum": "momentum"},  # BatchNorm*, SyncBatchNorm, InstanceNorm*
+        "_InstanceNorm": {"eps": "eps", "affine": "affine"},
+        "_NormBase": {"eps": "eps", "momentum": "momentum"},  # BatchNorm*, SyncBatchNorm
+        "LeakyReLU": {"negative_slope": "negative_slope"},
         "_DropoutNd": {"p": "p"},
         "GELU": {"approximate": "approximate"},
         "Embedding": {"padding_idx": "padding_idx", "max_norm": "max_norm"},
@@ -54,6 +64,8 @@ SETTINGS: dict[str, dict[str, dict[str, Reader]]] = {
         # nn.BatchNorm*d(momentum=0.9) stores self.momentum = 1 - 0.9: torch's convention already;
         # mint.nn.BatchNorm*d takes and stores torch's convention.
         "_BatchNorm": {"eps": "eps", "momentum": "momentum"},
+        "_InstanceNorm": {"eps": "eps", "affine": _mindspore_instance_affine},  # nn.InstanceNorm*d(affine=True)
+        "LeakyReLU": {"negative_slope": "alpha"},  # nn.LeakyReLU(alpha=0.2 by default)
         "Dropout": {"p": _mindspore_dropout_p},
         "DropoutExt": {"p": "p"},  # mint.nn.Dropout
         "GELU": {"approximate": _gelu_approximate},
@@ -79,6 +91,22 @@ MINDSPORE_NOTES = {
     ("momentum", "BatchNorm"): "compared in torch's convention: torch momentum m is MindSpore nn.BatchNorm momentum 1 - m",
     ("p", "Dropout"): "compared as torch's drop probability: MindSpore keep_prob k is p = 1 - k",
 }
+
+
+def mindspore_note(setting: str, modules: Iterable[str]) -> str:
+    """What a mismatch of `setting` (torch's spelling) between modules of these class names owes to
+    MindSpore: the notes above, else the documented API difference (knowledge/api_differences.toml),
+    worded as ACL711 words it, with its page."""
+    modules = list(modules)
+    note = next((text for (name, cls), text in MINDSPORE_NOTES.items()
+                 if name == setting and any(cls in module for module in modules)), "")
+    if note:
+        return note
+    for row in load(selected_version()):
+        classes = {row.mindspore.rsplit(".", 1)[-1], row.torch.rsplit(".", 1)[-1]}
+        if row.kind == "default-value" and row.torch_parameter == setting and classes & set(modules):
+            return f"{row.consequence} [{row.page}]"
+    return ""
 
 
 def module_settings(framework: str, class_names: Iterable[str], module: Any) -> dict[str, Any]:
