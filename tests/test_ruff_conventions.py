@@ -133,6 +133,7 @@ def test_diff_accepts_output_format(project):
 def test_statistics_count_the_findings_per_rule(project):
     write(project, "train.py", TRAIN)
     write(project, "sub/train.py", TRAIN)
+    write(project, "sub/run.sh", LAUNCH)  # ACL102's export before this launch line is a safe fix
     write(project, "broken.py", "def f(:\n")
     report = scan_json(".")
     expected = {}
@@ -351,24 +352,27 @@ def test_gitignore_is_respected_unless_turned_off(project):
 # --fix, --no-fix, --hide-fix
 
 
-FIXED_LINE = 'os.environ["PYTHONHASHSEED"]'
+FIXED_LINE = "export PYTHONHASHSEED=0"
+# A launch script beside TRAIN: ACL102's safe fix exports PYTHONHASHSEED before its launch line.
+LAUNCH = "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py\n"
 
 
 def test_no_fix_cancels_fix_from_config_and_earlier_flags(project):
-    path = write(project, "train.py", TRAIN)
+    write(project, "train.py", TRAIN)
+    path = write(project, "run.sh", LAUNCH)
     set_config(project, 'select = ["ACL102"]\nfix = true\n')
     cancelled = invoke("scan", "train.py", "--no-fix")
-    assert path.read_text(encoding="utf-8") == TRAIN  # nothing applied
+    assert path.read_text(encoding="utf-8") == LAUNCH  # nothing applied
     assert "ACL102" in cancelled.stdout
     assert "--no-fix now means" in cancelled.stderr and "--hide-fix" in cancelled.stderr
     invoke("scan", "train.py", "--fix", "--no-fix")  # the last one wins
-    assert path.read_text(encoding="utf-8") == TRAIN
+    assert path.read_text(encoding="utf-8") == LAUNCH
 
     fixed = invoke("scan", "train.py")  # the config's fix = true
     assert FIXED_LINE in path.read_text(encoding="utf-8")
     assert "ACL102" not in fixed.stdout and "--no-fix" not in fixed.stderr
 
-    path.write_text(TRAIN, encoding="utf-8")
+    path.write_text(LAUNCH, encoding="utf-8")
     invoke("scan", "train.py", "--no-fix", "--fix")
     assert FIXED_LINE in path.read_text(encoding="utf-8")
 

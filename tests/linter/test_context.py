@@ -58,11 +58,14 @@ SEED_HELPER = """
 
 TRAIN_WITH_HELPER = """
     import os
+    import sys
 
     import torch
     {import_line}
 
-    os.environ["PYTHONHASHSEED"] = "0"
+    if os.environ.get("PYTHONHASHSEED") != "0":  # read at start-up only: restart with it set
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable, *sys.argv])
 
 
     def main():

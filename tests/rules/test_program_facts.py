@@ -110,7 +110,7 @@ def test_unseen_pattern_is_data_and_matches_whole_names():
      {"python-random", "numpy", "torch-cpu", "cuda", "npu"}, {"cudnn-deterministic", "deterministic-algorithms"}),
     ("from ultralytics.utils.torch_utils import init_seeds\ninit_seeds(0, deterministic=True)\n",
      {"python-random", "numpy", "torch-cpu", "cuda", "npu"},
-     {"deterministic-algorithms", "cudnn-deterministic", "cublas-workspace", "pythonhashseed"}),
+     {"deterministic-algorithms", "cudnn-deterministic", "cublas-workspace", "pythonhashseed-children"}),
     ("from ultralytics.utils.torch_utils import init_seeds\ninit_seeds(0)\n",
      {"python-random", "numpy", "torch-cpu", "cuda", "npu"}, set()),
     ("from deepspeed.runtime.utils import set_random_seed\nset_random_seed(1)\n",

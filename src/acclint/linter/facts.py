@@ -47,6 +47,14 @@ class Value:
     # names they mention, e.g. {"cuda", "device.type"}.
     mentions: frozenset = frozenset()
     choices: tuple = ()  # literal branches of `a if test else b` (e.g. "cuda", "cpu")
+    # When the innermost expression is arithmetic or a comparison (`(1 - m) * -1e4`, `m == 0`, `-x`): its
+    # operator ("+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "neg") and operand Values.
+    op: Optional[str] = None
+    operands: tuple = ()
+    # Arguments (Arg tuples) of the calls in the expression, filled when the walk reaches them: of the
+    # base call (`base_args`), and of each method call of `chain` (`chain_args`, () for attributes).
+    base_args: tuple = ()
+    chain_args: Any = ()  # a list once the walker fills it
 
     @property
     def is_literal(self) -> bool:
@@ -130,6 +138,15 @@ class Block:
     head_end: int = 0
     end: int = 0
     sinks: tuple = ()  # for comprehensions: where the comprehension's result flows
+
+
+@dataclass(slots=True)
+class Return:
+    """`return value` in a function (data flow: what a local helper hands back)."""
+
+    scope: str
+    order: int
+    value: Value
 
 
 @dataclass(slots=True)
@@ -279,6 +296,7 @@ class FileFacts:
     # call node -> ParamGroups of its first argument (the dicts' literal entries only).
     param_groups: dict = field(default_factory=dict)
     blocks: list = field(default_factory=list)  # Block, in source order
+    returns: list = field(default_factory=list)  # Return, in source order
     name_uses: list = field(default_factory=list)  # NameUse of names holding file listings
     references: list = field(default_factory=list)  # Reference to this file's functions/classes or imported names
     divisions: list = field(default_factory=list)  # Division, in source order

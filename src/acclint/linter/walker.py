@@ -106,13 +106,17 @@ def literal(node: cst.CSTNode) -> Any:
     return F.NOT_LITERAL
 
 
-def summarise_chain(node: cst.CSTNode) -> tuple:
-    """(base node, chain) of `base.m1(...).m2[...]`: methods/attributes in application order."""
+def summarise_chain(node: cst.CSTNode, calls: Optional[list] = None) -> tuple:
+    """(base node, chain) of `base.m1(...).m2[...]`: methods/attributes in application order. With
+    `calls`, also the Call node of each chain element (None for attributes), in the same order."""
     chain = []
+    nodes = [] if calls is not None else None
     while True:
         kind = type(node)
         if kind is cst.Call and type(node.func) is cst.Attribute and dotted_name(node.func) is None:
             chain.append(node.func.attr.value)
+            if nodes is not None:
+                nodes.append(node)
             node = node.func.value
         elif kind is cst.Attribute and dotted_name(node) is None:
             chain.append(node.attr.value)
@@ -125,10 +129,18 @@ def summarise_chain(node: cst.CSTNode) -> tuple:
             node = node.expression
         else:
             chain.reverse()
+            if nodes is not None:
+                nodes.extend([None] * (len(chain) - len(nodes)))  # attributes, subscripts, `~`
+                calls.extend(reversed(nodes))
             return node, tuple(chain)
+        if nodes is not None and len(nodes) < len(chain):
+            nodes.append(None)
 
 
 _CONDITIONS = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.UnaryOperation)
+_ARITHMETIC = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.MatrixMultiply: "@"}
+_COMPARISONS = {cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
+                cst.GreaterThan: ">", cst.GreaterThanEqual: ">="}
 
 
 def mentions(node: cst.CSTNode, depth: int = 0) -> frozenset:
@@ -278,6 +290,9 @@ class FileWalker:
         self.value_nodes: list = []  # Values whose names resolve after the walk
         self.references: list = []  # F.Reference candidates: bare names used as values
         self.tracked: set = set()  # (scope, name) of locals assigned a file listing: their reads are recorded
+        # id(cst.Call) -> [(Value, chain index or -1 for its base)]: Values whose calls' arguments are filled
+        # in when the walk reaches those calls (their Args are summarised once, there).
+        self.pending_args: dict = {}
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _node(self, node: cst.CSTNode) -> int:
@@ -288,7 +303,7 @@ class FileWalker:
         self.order += 1
         return self.order
 
-    def _value(self, node: cst.CSTNode) -> F.Value:
+    def _value(self, node: cst.CSTNode, depth: int = 0) -> F.Value:
         value = F.Value(literal=literal(node), dotted=dotted_name(node))
         if value.dotted:
             value.base = value.dotted
@@ -298,20 +313,51 @@ class FileWalker:
             value.mentions = mentions(node)
             if type(node) is cst.IfExp:
                 value.choices = (literal(node.body), literal(node.orelse))
+            elif type(node) is cst.Comparison:
+                self._operation(value, node, depth)
         elif value.literal is F.NOT_LITERAL:
-            self._chain_into(value, node)
+            self._chain_into(value, node, depth)
         return value
 
-    def _chain_into(self, value: F.Value, node: cst.CSTNode) -> None:
-        base, chain = summarise_chain(node)
+    def _chain_into(self, value: F.Value, node: cst.CSTNode, depth: int = 0) -> None:
+        calls: list = []
+        base, chain = summarise_chain(node, calls)
         value.chain = chain
-        if type(base) is cst.Call:
+        if any(calls):
+            value.chain_args = [()] * len(chain)
+            for index, call in enumerate(calls):
+                if call is not None:
+                    self.pending_args.setdefault(id(call), []).append((value, index))
+        kind = type(base)
+        if kind is cst.Call:
             callee = dotted_name(base.func)
             value.base, value.base_call = callee, callee is not None
+            self.pending_args.setdefault(id(base), []).append((value, -1))
+        elif kind is cst.BinaryOperation or kind is cst.Comparison or kind is cst.UnaryOperation:
+            self._operation(value, base, depth)
         else:
             value.base = dotted_name(base)
         if value.base:
             self.value_nodes.append(value)
+
+    def _operation(self, value: F.Value, node: cst.CSTNode, depth: int) -> None:
+        """`value.op`/`operands` for arithmetic, a single comparison or a unary minus (bounded depth)."""
+        if depth > 3:
+            return
+        kind = type(node)
+        if kind is cst.BinaryOperation:
+            op = _ARITHMETIC.get(type(node.operator))
+            operands = (node.left, node.right)
+        elif kind is cst.Comparison and len(node.comparisons) == 1:
+            op = _COMPARISONS.get(type(node.comparisons[0].operator))
+            operands = (node.left, node.comparisons[0].comparator)
+        elif kind is cst.UnaryOperation and type(node.operator) is cst.Minus:
+            op, operands = "neg", (node.expression,)
+        else:
+            return
+        if op is not None:
+            value.op = op
+            value.operands = tuple(self._value(operand, depth + 1) for operand in operands)
 
     # -- the walk ----------------------------------------------------------------------------
     def run(self) -> F.FileFacts:
@@ -376,6 +422,13 @@ class FileWalker:
             sinks=state.sinks,
             in_handler=state.in_handler,
         )
+        waiting = self.pending_args.pop(id(node), None)
+        if waiting is not None:
+            for value, index in waiting:
+                if index < 0:
+                    value.base_args = args
+                else:
+                    value.chain_args[index] = args
         if state.sinks and call.method in _LISTING_METHODS:
             self.tracked.update((state.scope, s[5:]) for s in state.sinks if s.startswith("name:"))
         if call.callee not in _NOT_CALLING:
@@ -399,6 +452,8 @@ class FileWalker:
         self._children_in(node, fields, state, _sunk(state, sink), stack)
 
     def _return(self, node: cst.Return, state: _State, stack: list):
+        if node.value is not None and state.scope != F.MODULE_SCOPE:
+            self.facts.returns.append(F.Return(state.scope, self._next_order(), self._value(node.value)))
         if node.value is not None:
             self._reference(node.value, "return", state)
         self._sunk_children(node, ("value",), state, stack, "return")
@@ -716,6 +771,9 @@ class FileWalker:
                 # `x.t()` is a method of a local, not a function: base `x`, chain starts with `t`.
                 value.base, method = value.base.rsplit(".", 1)
                 value.base_call = False
+                if value.base_args or value.chain_args:  # the call's arguments move along with it
+                    value.chain_args = [value.base_args, *(value.chain_args or [()] * len(value.chain))]
+                    value.base_args = ()
                 value.chain = (method, *value.chain)
                 value.base_names = resolve(value.base, bindings)
         for write, base, value in self.environ_subscripts:

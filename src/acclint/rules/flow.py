@@ -194,6 +194,23 @@ def value_of(facts: FileFacts, value: Value, call: Call) -> Value:
     return value
 
 
+def assigned_before(facts: FileFacts, name: str, scope: str, order: float) -> Optional[tuple]:
+    """(order, Value) of the last `name = ...` in `scope` before `order` (None when there is none)."""
+    best = None
+    for assignment in cached(facts, "assignments-by-name", _assignments_by_name).get((scope, name), ()):
+        if assignment.order >= order:
+            break
+        best = assignment
+    return (best.order, best.value) if best is not None else None
+
+
+def _assignments_by_name(facts: FileFacts) -> dict:
+    found: dict = {}
+    for assignment in facts.name_assignments:
+        found.setdefault((assignment.scope, assignment.name), []).append(assignment)
+    return found
+
+
 def in_autograd_backward(facts: FileFacts, scope: str) -> bool:
     """`scope` is the `backward` of a torch.autograd.Function subclass (custom fused or TP layers)."""
     function = facts.functions.get(scope)

@@ -13,6 +13,7 @@ from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.flow import calls_named, in_autograd_backward, mentions_any, short, value_of
+from acclint.rules.mask_kind import kind_of, masks
 
 
 @lru_cache(maxsize=1)
@@ -213,22 +214,30 @@ class FusionAttentionKeepProb(FusedTrap):
         return None
 
 
-_LOWER_TRIANGLE = frozenset({"torch.tril", "torch.ones_like", "torch.ones"})
-
-
-class FusionAttentionMaskPolarity(FusedTrap):
+class AttentionMaskPolarity(FusedTrap):
     code = "ACL404"
     name = "fusion-attention-mask-polarity"
-    summary = "npu_fusion_attention given a causal mask in SDPA polarity (True = attend)"
-    ops = _TRAINING_ATTENTION
+    summary = "An attention mask whose meaning is flipped on its way to npu_fusion_attention or SDPA"
+    ops = frozenset(masks()["sinks"])
     doc = RuleDoc(
-        what="Reports `atten_mask` of `npu_fusion_attention` built as a lower-triangular boolean mask "
-        "(`torch.tril(...)`), the polarity of a boolean `attn_mask` in `F.scaled_dot_product_attention`.",
-        why="In SDPA a boolean mask is True where a position **takes part**; in `npu_fusion_attention` "
-        "True/1 means **masked out**. A `tril` causal mask passed unchanged lets every token attend only to the "
-        "future (and itself masked), so attention and loss are wrong from the first step.",
-        fix="Build the NPU mask as `torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)` "
-        "(or pass `~sdpa_mask`).",
+        what="Follows the mask given to `npu_fusion_attention` (`atten_mask`) or `F.scaled_dot_product_attention` "
+        "(`attn_mask`) back through the function's assignments and local helpers' returns, and reports it when "
+        "what it means is the opposite of what the kernel reads: a keep mask (a `tril` causal mask, or an additive "
+        "0/-inf mask turned boolean with `== 0` / `logical_not`) given to `npu_fusion_attention`, or a boolean "
+        "mask that is True where positions are masked out (an additive mask built with `masked_fill(..., "
+        "float('-inf'))`, `(1 - mask) * -10000` or `finfo.min` and then turned boolean with `.bool()` / `!= 0` / "
+        "`< 0`, or `~keep`) given to SDPA. Masks whose meaning the code does not show (parameters, unknown "
+        "calls) are not judged.",
+        why="In SDPA a boolean mask is True where a position **takes part** and a float mask is **added** to the "
+        "scores; in `npu_fusion_attention` True/1 means **masked out**. `.bool()` of an additive mask is True "
+        "exactly where it held -inf, so the same conversion is right for one kernel and flips the other: the model "
+        "attends only to padding or to the future, from the first step (huggingface/diffusers#14397: an additive "
+        "mask booleanised and inverted for the NPU kernel).",
+        fix="Give each kernel its own polarity: `npu_fusion_attention(atten_mask=additive.bool())` or `~keep`, "
+        "`torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)` for a causal mask; "
+        "`F.scaled_dot_product_attention(attn_mask=additive)` (float) or `additive == 0` / `keep` (boolean).",
+        references=("huggingface/diffusers#14397 (an additive mask turned boolean flips it for npu_fusion_attention)",
+                    "Ascend/pytorch#88 (SDPA boolean and additive masks on NPU)"),
     )
     invalid = (
         Example.script("""
@@ -242,6 +251,32 @@ class FusionAttentionMaskPolarity(FusedTrap):
                     q, k, v, heads, "BSND", atten_mask=mask, scale=scale,
                 )[0]
         """, "a tril mask reaches atten_mask"),
+        Example.script("""
+            import torch
+            import torch.nn.functional as F
+
+
+            def padded_attention(q, k, v, keep):
+                bias = torch.zeros(keep.shape, dtype=q.dtype).masked_fill(~keep, float("-inf"))
+                mask = bias.bool()
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # expect: ACL404
+        """, "an additive mask turned boolean is True where it masks: SDPA attends there"),
+        Example.script("""
+            import torch
+            import torch_npu
+
+
+            def extended_mask(attention_mask, dtype):
+                return (1.0 - attention_mask[:, None, None, :]) * torch.finfo(dtype).min
+
+
+            def attention(q, k, v, heads, scale, attention_mask):
+                additive = extended_mask(attention_mask, q.dtype)
+                keep = additive == 0
+                return torch_npu.npu_fusion_attention(  # expect: ACL404
+                    q, k, v, heads, "BNSD", atten_mask=keep, scale=scale,
+                )[0]
+        """, "through a helper's return: `== 0` makes a keep mask, which the NPU kernel reads as masked"),
     )
     valid = (
         Example.script("""
@@ -262,21 +297,51 @@ class FusionAttentionMaskPolarity(FusedTrap):
                 keep = torch.tril(torch.ones(seq, seq)).bool()
                 return torch_npu.npu_fusion_attention(q, k, v, heads, "BSND", atten_mask=~keep, scale=scale)[0]
         """, "the SDPA mask inverted"),
+        Example.script("""
+            import torch
+            import torch.nn.functional as F
+            import torch_npu
+
+
+            def attention(q, k, v, heads, scale, attention_mask, on_npu):
+                additive = (1.0 - attention_mask[:, None, None, :]) * -10000.0
+                if on_npu:
+                    return torch_npu.npu_fusion_attention(
+                        q, k, v, heads, "BNSD", atten_mask=additive.bool(), scale=scale,
+                    )[0]
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+        """, "each kernel gets its own polarity"),
+        Example.script("""
+            import torch.nn.functional as F
+
+
+            def attention(q, k, v, mask):
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.bool())
+        """, "a parameter: its meaning is not known here"),
     )
 
     def trap(self, facts: FileFacts, call: Call) -> Optional[tuple]:
-        arg = call.arg("atten_mask", 7)
+        sinks = masks()["sinks"]
+        api = next((name for name in sorted(call.names) if name in sinks), None)
+        if api is None:
+            return None
+        sink = sinks[api]
+        arg = call.arg(sink["argument"], sink["position"])
         if arg is None:
             return None
-        value = value_of(facts, arg.value, call)
-        lower = ((value.base_call and "torch.tril" in value.base_names)
-                 or (value.base_call and value.base_names & _LOWER_TRIANGLE and "tril" in value.chain)
-                 or "tril" in value.chain)
-        if lower and "~" not in value.chain and "logical_not" not in value.chain:
-            return (f"`{call.callee}` gets atten_mask `{short(arg.value)}` built with tril (True = attend, SDPA "
-                    "polarity); npu_fusion_attention masks out positions where the mask is True.",
-                    "atten_mask=torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)")
-        return None
+        kind = kind_of(facts, arg.value, call.scope, call.order)
+        if kind is None or kind.meaning != sink["flipped"] or (sink["boolean_only"] and kind.boolean is not True):
+            return None
+        held = "takes part" if kind.meaning == "keep" else "is masked out"
+        return (f"`{call.callee}` gets {sink['argument']} `{short(arg.value)}`, which is true where a position {held} "
+                f"(built by {kind.how}); this kernel reads a mask as {sink['attends']}, so attention is flipped.",
+                _MASK_FIXES[kind.meaning])
+
+
+_MASK_FIXES = {
+    "keep": "atten_mask=~keep (True = masked), or additive.bool() for an additive 0/-inf mask",
+    "drop": "attn_mask=the additive float mask itself, or additive == 0 / ~drop (True = attend)",
+}
 
 
 class GegluDefaults(FusedTrap):
@@ -400,7 +465,7 @@ def _configured_epsilon(facts: FileFacts, scope: str) -> Optional[str]:
     return None
 
 
-_TRAPS = (FusionAttentionScale(), FusionAttentionKeepProb(), FusionAttentionMaskPolarity(), GegluDefaults(),
+_TRAPS = (FusionAttentionScale(), FusionAttentionKeepProb(), AttentionMaskPolarity(), GegluDefaults(),
           RmsNormEpsilon())
 
 

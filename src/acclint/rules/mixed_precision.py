@@ -19,18 +19,18 @@ _NPU_PREFIXES = ("torch_npu", "torch.npu", "mindspeed")
 
 
 @lru_cache(maxsize=1)
-def _mp() -> dict:
+def mp_table() -> dict:
     return table("mixed_precision")
 
 
-def _set(key: str) -> frozenset:
-    return frozenset(_mp()[key])
+def mp_names(key: str) -> frozenset:
+    return frozenset(mp_table()[key])
 
 
 def _is_fp16(value: Value) -> bool:
-    if value.names & _set("fp16_dtypes"):
+    if value.names & mp_names("fp16_dtypes"):
         return True
-    if isinstance(value.literal, str) and value.literal.lower() in _mp()["fp16_strings"]:
+    if isinstance(value.literal, str) and value.literal.lower() in mp_table()["fp16_strings"]:
         return True
     dotted = value.dotted or ""
     return dotted.rsplit(".", 1)[-1] in ("float16", "half") and "." in dotted
@@ -55,7 +55,7 @@ def _autocast_device(facts: FileFacts, call: Call) -> Optional[str]:
 
 def _fp16_autocasts(facts: FileFacts) -> list:
     found = []
-    for call in calls_named(facts, _set("autocasts")):
+    for call in calls_named(facts, mp_names("autocasts")):
         enabled = call.arg("enabled")
         if enabled is not None and enabled.value.literal is False:
             continue
@@ -63,7 +63,7 @@ def _fp16_autocasts(facts: FileFacts) -> list:
         if dtype is not None:
             if _is_fp16(value_of(facts, dtype.value, call)):
                 found.append(call)
-        elif _autocast_device(facts, call) in _mp()["fp16_default_devices"]:
+        elif _autocast_device(facts, call) in mp_table()["fp16_default_devices"]:
             found.append(call)
     return found
 
@@ -92,8 +92,8 @@ def _half_models(facts: FileFacts) -> list:
 def _apex_unscaled(facts: FileFacts) -> list:
     """apex `amp.initialize` whose opt_level leaves the loss unscaled (O3 default, or loss_scale=1)."""
     found = []
-    defaults = _mp()["apex_default_scale"]
-    for call in calls_named(facts, _set("apex_initialize")):
+    defaults = mp_table()["apex_default_scale"]
+    for call in calls_named(facts, mp_names("apex_initialize")):
         level = call.arg("opt_level")
         level_text = level.value.literal if level is not None else "O1"
         scale = call.arg("loss_scale")
@@ -109,13 +109,13 @@ _SCALER_NAMES = ("lossscaler", "gradscaler", "loss_scaler", "grad_scaler")
 
 
 def _has_scaler(facts: FileFacts) -> bool:
-    if calls_named(facts, _set("scalers")):
+    if calls_named(facts, mp_names("scalers")):
         return True
     # A framework's own scaler (Megatron DynamicGradScaler, an FP16_Optimizer's DynamicLossScaler).
     if any(any(h in (imp.name or imp.module).lower() for h in _SCALER_NAMES) for imp in facts.imports):
         return True
-    hints = tuple(_mp()["scaler_receiver_hints"])
-    for call in calls_with_method(facts, _mp()["scaler_methods"]):
+    hints = tuple(mp_table()["scaler_receiver_hints"])
+    for call in calls_with_method(facts, mp_table()["scaler_methods"]):
         target = receiver(call)
         text = ((target.dotted or target.base or "") if target is not None else "").lower()
         if any(h in text for h in hints):
@@ -255,7 +255,7 @@ class Fp16WithoutLossScaling(Rule):
             return
         sites = sorted(_fp16_autocasts(facts) + _half_models(facts) + _apex_unscaled(facts), key=lambda c: c.order)
         for call in sites[:1]:  # one finding per file: the missing scaler is one omission
-            what = ("apex amp with no loss scaling" if call.names & _set("apex_initialize")
+            what = ("apex amp with no loss scaling" if call.names & mp_names("apex_initialize")
                     else "the model cast to fp16" if call.method in ("half", "to") else "fp16 autocast")
             ctx.report(self, call.node, f"{what} and `backward()` in this file, but no loss scaler: fp16 "
                        "gradients below 6e-8 flush to zero and values above 65504 overflow.",
@@ -329,15 +329,15 @@ class MindSporeFp16WithoutLossScale(Rule):
 
     def check_file(self, ctx: FileContext) -> None:
         facts = ctx.facts
-        levels, self_scaled = _mp()["ms_levels_fp16"], _mp()["ms_levels_self_scaled"]
-        fp16 = [c for c in calls_with_method(facts, _mp()["ms_to_float"])
+        levels, self_scaled = mp_table()["ms_levels_fp16"], mp_table()["ms_levels_self_scaled"]
+        fp16 = [c for c in calls_with_method(facts, mp_table()["ms_to_float"])
                 if any(_is_fp16(a.value) for a in c.args)]
-        fp16 += [c for c in calls_named(facts, _set("ms_auto_mixed_precision"))
+        fp16 += [c for c in calls_named(facts, mp_names("ms_auto_mixed_precision"))
                  if (c.arg("amp_level", 1) or c.arg("level")) is not None and
                  (c.arg("amp_level", 1) or c.arg("level")).value.literal in levels]
         scaled = any(a.keyword in ("loss_scale_manager", "scale_sense") for c in facts.calls for a in c.args) or \
-            calls_named(facts, _set("scalers"))
-        for call in calls_named(facts, _set("ms_model") | _set("ms_build_train_network")):
+            calls_named(facts, mp_names("scalers"))
+        for call in calls_named(facts, mp_names("ms_model") | mp_names("ms_build_train_network")):
             level = call.arg("amp_level") or call.arg("level")
             text = level.value.literal if level is not None else None
             if text in levels and text not in self_scaled and call.arg("loss_scale_manager") is None:
@@ -345,7 +345,7 @@ class MindSporeFp16WithoutLossScale(Rule):
                            "gradients below 6e-8 flush to zero.", fix="loss_scale_manager=DynamicLossScaleManager()")
         if not fp16 or scaled:
             return
-        for call in calls_named(facts, _set("ms_unscaled_trainers")):
+        for call in calls_named(facts, mp_names("ms_unscaled_trainers")):
             ctx.report(self, call.node, "the network is cast to fp16 (line "
                        f"{facts.spans[fp16[0].node].line if fp16[0].node < len(facts.spans) else '?'}) and trained "
                        "with TrainOneStepCell, which never scales the loss.",
@@ -354,6 +354,13 @@ class MindSporeFp16WithoutLossScale(Rule):
 
 def _npu_file(facts: FileFacts) -> bool:
     return mentions_any(facts, _NPU_PREFIXES)
+
+
+def runs_on_npu_untranslated(files: list) -> bool:
+    """A program (its files) that uses torch_npu and leaves "cuda" device types as they are. transfer_to_npu
+    rewrites them (autocast included) and makes torch.cuda.is_available() report NPUs, so whether a
+    "cuda" written in code is wrong on NPU depends on the whole program."""
+    return not any(loads_transfer_to_npu(f) for f in files) and any(_npu_file(f) for f in files)
 
 
 def _cuda_only(mentions: frozenset) -> bool:
@@ -459,12 +466,8 @@ class AutocastCudaOnNpu(Rule):
     )
 
     def check_program(self, ctx: ProgramContext) -> None:
-        # transfer_to_npu rewrites "cuda" device types (autocast included) and makes
-        # torch.cuda.is_available() report NPUs: whether "cuda" is wrong depends on the whole program.
         files = ctx.program.files
-        if any(loads_transfer_to_npu(f) for f in files):
-            return
-        if not any(_npu_file(f) for f in files):
+        if not runs_on_npu_untranslated(files):
             return
         for facts in files:
             for call, message, fix in self._findings(facts):
@@ -472,7 +475,7 @@ class AutocastCudaOnNpu(Rule):
 
     @staticmethod
     def _findings(facts: FileFacts):
-        for call in calls_named(facts, _set("autocasts")):
+        for call in calls_named(facts, mp_names("autocasts")):
             if any(n.startswith("torch.cuda.") for n in call.names):
                 yield (call, f"`{call.callee}` only affects CUDA ops; in this NPU program the NPU ops run in fp32.",
                        "torch.autocast(device_type='npu', dtype=...)")
@@ -540,9 +543,8 @@ class ScalerOnlyOnCuda(Rule):
         facts = ctx.facts
         if not _npu_file(facts):
             return
-        for call in calls_named(facts, _set("scalers")):
-            if not call.names & {"torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.npu.amp.GradScaler",
-                                 "torch.amp.grad_scaler.GradScaler"}:
+        for call in calls_named(facts, mp_names("scalers")):
+            if not call.names & mp_names("torch_grad_scalers"):
                 continue
             enabled = call.arg("enabled", 5)
             gated = call.guard is not None and not call.guard.negated and _cuda_only(call.guard.mentions)
@@ -603,7 +605,7 @@ class Tf32FlagOnNpu(Rule):
 
     def check_file(self, ctx: FileContext) -> None:
         facts = ctx.facts
-        flags = _mp()["tf32"]
+        flags = mp_table()["tf32"]
         if not _npu_file(facts):
             return
         npu_set = {name for a in facts.assignments for name in a.names}

@@ -367,7 +367,9 @@ def _env(name: str, value: Optional[str], source: Source, env_table: dict, out: 
         return
     accepted = known["on"]
     on = value is None or "*" in accepted and value.lower() != "random" or value.strip().lower() in accepted
-    _set(out, known["effect"], on, source, opt_in)
+    # A variable read only when the interpreter starts, written by the program itself: its children's effect.
+    effect = known.get("in_process_effect", known["effect"]) if source.step is not None else known["effect"]
+    _set(out, effect, on, source, opt_in)
 
 
 # -- what the program uses -------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
-from acclint.linter.edits import InsertLine, safe_fix, span_location, unsafe_fix
+from acclint.linter.edits import InsertLine, InsertStatement, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, absence, at_entry_start, where
@@ -562,15 +562,21 @@ class PythonHashSeedUnset(ProgramRule):
     name = "pythonhashseed-unset"
     category = "seed"
     severity = "info"
-    summary = "PYTHONHASHSEED is not fixed for the training run"
+    summary = "PYTHONHASHSEED is not fixed when the training interpreter starts"
     doc = RuleDoc(
-        what="Reports a training entry point for which neither the launch script nor the program sets "
-        "`PYTHONHASHSEED` (the guides' `seed_all` sets it; MindSpeed's `--npu-deterministic` too).",
-        why="String hashing is salted per process, so the iteration order of sets (and anything built from "
-        "them: vocabularies, file lists) changes from run to run. Note that `os.environ['PYTHONHASHSEED']` set "
-        "inside the running interpreter only reaches child processes (DataLoader workers started with spawn, "
-        "launched ranks); export it in the launch script to fix the main process too.",
-        fix="`export PYTHONHASHSEED=0` in the launch script (or set it before spawning workers).",
+        what="Reports a training entry point started without `PYTHONHASHSEED` in its environment: no launch "
+        "script exports it, and the program does not restart itself with it. A program that writes it into "
+        "`os.environ` itself (directly, through a helper such as the guides' `seed_all`, or MindSpeed's "
+        "`--npu-deterministic`) is reported at that write: it fixes only the processes started afterwards.",
+        why="String hashing is salted per process, so the iteration order of sets of strings (and anything built "
+        "from them: vocabularies, label maps, file lists) changes from run to run. Python reads "
+        "`PYTHONHASHSEED` once, when the interpreter starts: `os.environ['PYTHONHASHSEED'] = '0'` in the running "
+        "program reaches its children (DataLoader workers started with spawn, ranks it launches) but leaves its "
+        "own hash seed random.",
+        fix="`export PYTHONHASHSEED=0` in the launch script, before the launch line (or, with no launch script, "
+        "restart the interpreter once with it set: `os.execv(sys.executable, [sys.executable, *sys.argv])`).",
+        references=("docs.python.org/3/using/cmdline.html#envvar-PYTHONHASHSEED",
+                    "Lightning-AI/pytorch-lightning#2156 (seed_everything's os.environ write had no effect on the process)"),
     )
     invalid = (
         Example.script("""
@@ -580,34 +586,82 @@ class PythonHashSeedUnset(ProgramRule):
                 torch.manual_seed(0)
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """),
-    )
-    valid = (
         Example.script("""
             import os
             import torch
 
             if __name__ == "__main__":
-                os.environ["PYTHONHASHSEED"] = "0"
+                os.environ["PYTHONHASHSEED"] = "0"  # expect: ACL102
                 torch.manual_seed(0)
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
-        """),
+        """, "set inside the running interpreter: only its children see it"),
+    )
+    valid = (
+        Example({
+            "run.sh": """
+                #!/bin/bash
+                export PYTHONHASHSEED=0
+                torchrun --nproc_per_node 8 train.py
+            """,
+            "train.py": """
+                import torch
+
+                if __name__ == "__main__":
+                    torch.manual_seed(0)
+                    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+            """,
+        }, "exported by the launch script"),
+        Example.script("""
+            import os
+            import sys
+            import torch
+
+            if __name__ == "__main__":
+                if os.environ.get("PYTHONHASHSEED") != "0":
+                    os.environ["PYTHONHASHSEED"] = "0"
+                    os.execv(sys.executable, [sys.executable, *sys.argv])
+                torch.manual_seed(0)
+                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        """, "restarted with it set"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
-        if "pythonhashseed" not in facts.effects:
-            self.report_program(ctx, f"PYTHONHASHSEED is not set for {ctx.program.entry.path}: set and dict-of-str "
-                                "iteration orders change between runs.", "export PYTHONHASHSEED=0 in the launch script",
-                                autofix=self._autofix(ctx))
+        if "pythonhashseed" in facts.effects:
+            return
+        in_process = facts.effects.get("pythonhashseed-children")
+        if in_process is None:
+            self.report_program(ctx, f"PYTHONHASHSEED is not set for {ctx.program.entry.path}: the iteration order of sets "
+                                "of strings changes between runs.", "export PYTHONHASHSEED=0 in the launch script",
+                                autofix=self._autofix(ctx, at_entry_start(ctx, _RESTART, "os", "sys")))
+        elif not _restarts(ctx):
+            self.report_at_source(
+                ctx, in_process, f"{in_process.what} sets PYTHONHASHSEED inside the running interpreter: Python reads "
+                "it only at start-up, so it fixes the hash seed of the processes started afterwards, not of "
+                f"{ctx.program.entry.path} itself, whose sets of strings still iterate in another order each run.",
+                "export PYTHONHASHSEED=0 in the launch script (or restart with os.execv once it is set)",
+                autofix=self._autofix(ctx, InsertStatement(code=_RESTART, imports=("os", "sys"))))
 
     @staticmethod
-    def _autofix(ctx: ProgramContext):
+    def _autofix(ctx: ProgramContext, restart: InsertStatement):
         # Safe: it fixes string hashing and nothing else the program computes.
         launches = ctx.program.launches
         if launches:
             return safe_fix("export PYTHONHASHSEED=0", *(
                 InsertLine(path=shell.abspath, at=span_location(launch.span), text="export PYTHONHASHSEED=0")
                 for shell, launch in launches))
-        return safe_fix("set PYTHONHASHSEED", at_entry_start(ctx, 'os.environ["PYTHONHASHSEED"] = "0"', "os"))
+        # Unsafe: a restart runs the module's top level twice and drops interpreter flags (`-m`, `-u`).
+        return unsafe_fix("restart the interpreter with PYTHONHASHSEED=0", restart)
+
+
+_RESTART = ('if os.environ.get("PYTHONHASHSEED") != "0":  # read only at start-up: restart with it set\n'
+            '    os.environ["PYTHONHASHSEED"] = "0"\n'
+            '    os.execv(sys.executable, [sys.executable, *sys.argv])')
+
+
+def _restarts(ctx: ProgramContext) -> bool:
+    """The program replaces itself with a fresh interpreter (which reads the environment it wrote)."""
+    restart = frozenset(table("seeding")["env"]["PYTHONHASHSEED"]["restart_calls"])
+    return any(step.fact.names & restart for step in ctx.program.calls())
 
 
 class DeviceSeedCurrentOnly(ProgramRule):

@@ -1,0 +1,388 @@
+"""Category `mixed-precision`: the AMP protocols that must be followed whole. A GradScaler scales the loss,
+then unscales, checks for inf/NaN and steps, then adapts its scale; the AMP decorators of custom autograd
+Functions act only under the autocast of the device type they name. Written in one file, so reported there."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from acclint.linter.context import FileContext, ProgramContext
+from acclint.linter.facts import Call, FileFacts, Value
+from acclint.linter.rulebase import Example, Rule, RuleDoc
+from acclint.rules.flow import calls_named, calls_with_method, receiver, value_of
+from acclint.rules.mixed_precision import mp_names, mp_table, runs_on_npu_untranslated
+
+
+def _text(value: Optional[Value]) -> str:
+    return (value.dotted or "") if value is not None else ""
+
+
+def _scalers(facts: FileFacts) -> dict:
+    """Dotted names that hold a GradScaler (`scaler = GradScaler()`, `self.scaler = ...`, or a receiver of
+    `.scale()` named like one) -> whether it may be enabled (False only for a literal `enabled=False`)."""
+    constructors = mp_names("torch_grad_scalers")
+    found: dict = {}
+    for call in calls_named(facts, constructors):
+        enabled = call.arg("enabled", 1)
+        on = enabled is None or value_of(facts, enabled.value, call).literal is not False
+        if call.assigned_to:
+            found[call.assigned_to] = on
+    for assignment in facts.assignments:
+        value = assignment.value
+        if value.base_call and value.base_names & constructors and not value.chain:
+            found.setdefault(assignment.target, True)
+    for call in calls_with_method(facts, ("scale",)):
+        name = _text(receiver(call))
+        if name and "scaler" in name.rsplit(".", 1)[-1].lower():
+            found.setdefault(name, True)
+    return found
+
+
+def _calls_on(facts: FileFacts, name: str, method: str) -> list:
+    return [c for c in calls_with_method(facts, (method,)) if _text(receiver(c)) == name]
+
+
+def _is_optimizer(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1].lower()
+    table = mp_table()
+    return any(h in last for h in table["optimizer_hints"]) and not any(h in last for h in table["scheduler_hints"])
+
+
+class GradScalerHalfway(Rule):
+    code = "ACL613"
+    name = "grad-scaler-halfway"
+    category = "mixed-precision"
+    severity = "warning"
+    maturity = "preview"
+    summary = "A GradScaler used halfway: scaled gradients stepped by the optimizer itself, or step() without update()"
+    doc = RuleDoc(
+        what="Reports, for a `GradScaler` of this file, a plain `optimizer.step()` in the function that calls "
+        "`scaler.scale(loss).backward()` when the scaler never steps (`scaler.step(optimizer)` appears nowhere in "
+        "the file); and `scaler.step(optimizer)` when `scaler.update()` appears nowhere in the file. A scaler built "
+        "with `enabled=False` is left alone.",
+        why="`scaler.scale(loss)` multiplies the loss by the scale (65536 at the start), so every gradient is 65536x "
+        "too large. `scaler.step(optimizer)` divides them back, checks them for inf/NaN and skips the step when it "
+        "finds any; a plain `optimizer.step()` applies the scaled gradients as they are (SGD takes 65536x steps; "
+        "Adam hides the factor except through epsilon and weight decay) and applies overflowed steps too. Without "
+        "`scaler.update()` the scale never adapts, and the second `scaler.step()` raises \"step() has already been "
+        "called since the last update()\". Either way the run differs from a GPU run that follows the protocol.",
+        fix="Follow the protocol each step: `scaler.scale(loss).backward()`, optionally `scaler.unscale_(optimizer)` "
+        "before clipping, then `scaler.step(optimizer)` and `scaler.update()`.",
+        references=("nerfstudio-project/nerfacc#307 (a GradScaler used only to scale the loss: gradients 1024x too "
+                    "large at the update)",
+                    "PyTorch AMP examples, docs.pytorch.org/docs/stable/notes/amp_examples.html"),
+    )
+    invalid = (
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in [torch.randn(4, 8).cuda()]:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x).pow(2).mean()
+                scaler.scale(loss).backward()
+                optimizer.step()  # expect: ACL613
+                optimizer.zero_grad()
+        """, "the loss is scaled, the optimizer steps the scaled gradients itself"),
+        Example.script("""
+            import torch
+
+
+            class Trainer:
+                def __init__(self, model):
+                    self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                    self.scaler = torch.cuda.amp.GradScaler()
+
+                def train_step(self, loss):
+                    self.scaler.scale(loss).backward()
+                    self.scaler.step(self.optimizer)  # expect: ACL613
+                    self.optimizer.zero_grad()
+        """, "the scaler steps but its scale is never updated"),
+    )
+    valid = (
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in [torch.randn(4, 8).cuda()]:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x).pow(2).mean()
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+        """, "the whole protocol"),
+        Example.script("""
+            import torch
+
+
+            def step(model, optimizer, scaler, loss, use_amp):
+                if use_amp:
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    loss.backward()
+                    optimizer.step()
+        """, "a plain step on the branch without a scaler"),
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cpu", enabled=False)
+            loss = model(torch.randn(4, 8)).sum()
+            scaler.scale(loss).backward()
+            optimizer.step()
+        """, "a disabled scaler returns the loss unscaled"),
+    )
+
+    def check_file(self, ctx: FileContext) -> None:
+        facts = ctx.facts
+        for name, enabled in _scalers(facts).items():
+            if not enabled:
+                continue
+            scales = _calls_on(facts, name, "scale")
+            steps = _calls_on(facts, name, "step")
+            if scales and not steps:
+                for call in self._plain_steps(facts, scales):
+                    ctx.report(self, call.node, f"`{name}.scale(loss)` scaled the gradients (by 65536 at the start) "
+                               f"but `{call.callee}()` applies them unscaled and unchecked for inf/NaN: "
+                               f"`{name}.step(...)` unscales, checks and skips overflowed steps.",
+                               fix=f"{name}.step({_text(receiver(call))}); {name}.update()")
+            if steps and not _calls_on(facts, name, "update"):
+                ctx.report(self, steps[0].node, f"`{name}.step()` with no `{name}.update()` in this file: the loss "
+                           "scale never adapts, and a second step() before update() raises RuntimeError.",
+                           fix=f"{name}.update() after {name}.step(...)")
+
+    @staticmethod
+    def _plain_steps(facts: FileFacts, scales: list) -> Iterator[Call]:
+        scopes = {c.scope for c in scales}
+        first = min(c.order for c in scales)
+        for call in calls_with_method(facts, ("step",)):
+            name = _text(receiver(call))
+            if call.scope in scopes and call.order > first and name and _is_optimizer(name) and not call.args:
+                yield call
+
+
+def _custom_amp_device(facts: FileFacts, call: Call) -> Optional[str]:
+    """"cuda" when an AMP decorator call (or `partial(torch.amp.custom_fwd, ...)`) tests CUDA autocast."""
+    names = call.names
+    if names & mp_names("cuda_custom_amp_decorators"):
+        return "cuda"
+    if names & mp_names("partial_calls"):
+        first = call.arg("func", 0)
+        if first is None or not first.value.names & mp_names("custom_amp_decorators"):
+            return None
+    elif not names & mp_names("custom_amp_decorators"):
+        return None
+    arg = call.arg("device_type")
+    if arg is None:
+        return None
+    literal = value_of(facts, arg.value, call).literal
+    return "cuda" if isinstance(literal, str) and literal.split(":")[0] == "cuda" else None
+
+
+class CustomAmpCudaOnNpu(Rule):
+    code = "ACL614"
+    name = "custom-fwd-cuda-on-npu"
+    category = "mixed-precision"
+    severity = "warning"
+    maturity = "preview"
+    summary = "custom_fwd / custom_bwd tied to CUDA autocast in a program that runs on NPU"
+    doc = RuleDoc(
+        what="Reports, in a program that uses torch_npu and does not load `torch_npu.contrib.transfer_to_npu`, the "
+        "AMP decorators of custom autograd Functions that test CUDA autocast: `torch.amp.custom_fwd` / "
+        "`custom_bwd` with `device_type=\"cuda\"` (also through `functools.partial`), and the `torch.cuda.amp` "
+        "forms, used bare or called.",
+        why="`custom_fwd(device_type='cuda', cast_inputs=torch.float32)` asks whether **CUDA** autocast is on; in "
+        "an NPU run it is not (NPU autocast is), so the inputs are not cast to fp32 and autocast is not switched "
+        "off inside the forward: the Function computes in bf16/fp16 on NPU and in fp32 on GPU. `custom_bwd` "
+        "likewise runs the backward outside the autocast state the forward saw. ACL603 covers `autocast` itself.",
+        fix="Name the device the run is on: `device_type=torch.accelerator.current_accelerator().type` (torch >= "
+        "2.6), or `'npu'` in NPU code.",
+        references=("NVIDIA/Megatron-LM#7422 (custom_fwd/custom_bwd fixed to 'cuda': the AMP cast guard is "
+                    "disabled on Ascend NPU)",
+                    "kornia/kornia#4624 (cast_inputs=float32 not applied on Ascend 910B with device_type='cuda')"),
+    )
+    invalid = (
+        Example({
+            "train.py": """
+                import torch
+                import torch_npu
+
+                from layers import ScaledSoftmax
+
+                if __name__ == "__main__":
+                    model = torch.nn.Linear(8, 8).npu()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    with torch.autocast("npu", dtype=torch.bfloat16):
+                        loss = ScaledSoftmax.apply(model(torch.randn(4, 8).npu())).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "layers.py": """
+                import torch
+
+
+                class ScaledSoftmax(torch.autograd.Function):
+                    @staticmethod
+                    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)  # expect: ACL614
+                    def forward(ctx, x):
+                        out = torch.softmax(x, dim=-1)
+                        ctx.save_for_backward(out)
+                        return out
+
+                    @staticmethod
+                    @torch.cuda.amp.custom_bwd
+                    def backward(ctx, grad):  # expect: ACL614
+                        (out,) = ctx.saved_tensors
+                        return out * (grad - (grad * out).sum(-1, keepdim=True))
+            """,
+        }, "a Function written for CUDA autocast, trained on NPU"),
+        Example.script("""
+            from functools import partial
+
+            import torch
+            import torch_npu
+
+            custom_fwd = partial(torch.amp.custom_fwd, device_type="cuda")  # expect: ACL614
+
+            if __name__ == "__main__":
+                torch.nn.Linear(2, 1).npu()(torch.ones(2).npu()).sum().backward()
+        """, "a partial fixed to cuda"),
+    )
+    valid = (
+        Example.script("""
+            import torch
+            import torch_npu
+
+
+            class Scale(torch.autograd.Function):
+                @staticmethod
+                @torch.amp.custom_fwd(device_type="npu", cast_inputs=torch.float32)
+                def forward(ctx, x):
+                    return x * 2
+
+                @staticmethod
+                @torch.amp.custom_bwd(device_type="npu")
+                def backward(ctx, grad):
+                    return grad * 2
+
+
+            if __name__ == "__main__":
+                Scale.apply(torch.ones(2, requires_grad=True).npu()).sum().backward()
+        """, "the NPU device type"),
+        Example.script("""
+            import torch
+            import torch_npu
+            from torch_npu.contrib import transfer_to_npu
+
+
+            class Scale(torch.autograd.Function):
+                @staticmethod
+                @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+                def forward(ctx, x):
+                    return x * 2
+
+
+            if __name__ == "__main__":
+                Scale.apply(torch.ones(2, requires_grad=True).cuda()).sum().backward()
+        """, "transfer_to_npu maps cuda to NPU: not judged"),
+        Example.script("""
+            import torch
+
+
+            class Scale(torch.autograd.Function):
+                @staticmethod
+                @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+                def forward(ctx, x):
+                    return x * 2
+
+
+            if __name__ == "__main__":
+                Scale.apply(torch.ones(2, requires_grad=True).cuda()).sum().backward()
+        """, "a GPU program"),
+        Example.script("""
+            import torch
+            import torch_npu
+
+
+            class OffloadCheckpoint(torch.autograd.Function):
+                @staticmethod
+                @torch.cuda.amp.custom_fwd
+                def forward(ctx, run, x):
+                    ctx.save_for_backward(x.to("cpu"))
+                    ctx.run = run
+                    with torch.no_grad():
+                        return run(x)
+
+                @staticmethod
+                @torch.cuda.amp.custom_bwd
+                def backward(ctx, grad):
+                    (x,) = ctx.saved_tensors
+                    x = x.to("cuda").requires_grad_(True)
+                    with torch.enable_grad():
+                        torch.autograd.backward(ctx.run(x), grad)
+                    return None, x.grad
+
+
+            if __name__ == "__main__":
+                model = torch.nn.Linear(2, 2).npu()
+                OffloadCheckpoint.apply(model, torch.ones(2).npu()).sum().backward()
+        """, "a CUDA-only Function (it moves tensors to 'cuda' by name): it cannot run on NPU as written"),
+    )
+
+    def check_program(self, ctx: ProgramContext) -> None:
+        files = ctx.program.files
+        if not runs_on_npu_untranslated(files):
+            return
+        bare = mp_names("cuda_custom_amp_decorators")
+        for facts in files:
+            for call in calls_named(facts, bare | mp_names("custom_amp_decorators") | mp_names("partial_calls")):
+                if _custom_amp_device(facts, call) == "cuda" and not _names_cuda_device(facts, call.scope):
+                    ctx.report(self, facts, call.node, self._message(call), fix=_FIX)
+            for function in facts.functions.values():
+                if _names_cuda_device(facts, function.owner):
+                    continue
+                for decorator in function.decorators:
+                    if decorator.names & bare and not decorator.base_call:  # `@torch.cuda.amp.custom_fwd`
+                        ctx.report(self, facts, function.node, f"`@{decorator.dotted}` on `{function.qualname}` "
+                                   "tests CUDA autocast: in this NPU program it never casts and never "
+                                   "restores the forward's autocast state.", fix=_FIX)
+
+    @staticmethod
+    def _message(call: Call) -> str:
+        cast = call.arg("cast_inputs") is not None
+        what = ("so `cast_inputs` never applies: the Function computes in the NPU autocast dtype where the GPU "
+                "run computes in fp32" if cast else
+                "so on NPU it neither casts nor carries the forward's autocast state into the backward")
+        return f"`{call.callee}` tests CUDA autocast (device_type 'cuda'), which is never on in this NPU program, {what}."
+
+
+_FIX = "device_type=torch.accelerator.current_accelerator().type (or 'npu')"
+
+
+def _names_cuda_device(facts: FileFacts, owner: Optional[str]) -> bool:
+    """The class `owner` moves tensors to the CUDA device by name (`.cuda()`, `.to("cuda")`, `device="cuda"`):
+    CUDA-only code, which fails on an NPU (or runs under transfer_to_npu) before its autocast matters."""
+    if not owner or owner not in facts.classes:
+        return False
+    inside = owner + "."
+    for call in facts.calls:
+        if call.scope != owner and not call.scope.startswith(inside):
+            continue
+        if call.method == "cuda" and not call.names:
+            return True
+        device = call.arg("device") if call.method != "to" else call.arg("device", 0)
+        if device is not None and isinstance(device.value.literal, str) and device.value.literal.startswith("cuda"):
+            return True
+    return False
+
+RULES = [GradScalerHalfway(), CustomAmpCudaOnNpu()]
