@@ -244,3 +244,47 @@ def test_list_built_per_file_then_concatenated(tmp_path):
                 parts.append(Part(path))
             return ConcatDataset(parts)
     """) == [7]
+
+
+def test_batches_sliced_in_a_loop_are_iteration_not_a_split(tmp_path):
+    assert lines(tmp_path, """
+        import glob
+
+        def archive(root, run):
+            objs = glob.glob(root + "/*.o")
+            for start in range(0, len(objs), 100):
+                batch = objs[start:start + 100]
+                run(batch)
+
+        def split(root):
+            objs = glob.glob(root + "/*.npy")
+            train = objs[:-100]
+            return train
+    """) == [11]
+
+
+def test_helper_handed_to_a_dataset_by_another_keyword_is_not_its_source(tmp_path):
+    assert lines(tmp_path, """
+        import os
+
+        class Filter:
+            def __init__(self, root):
+                self.known = [f[:-4] for f in os.listdir(root)]
+
+            def __call__(self, row):
+                return row["id"] in self.known
+
+        subsets = [SubsetDataset("default", preprocess_func=Filter("videos"))]
+    """) == []
+
+
+def test_a_page_returned_for_display_is_not_a_split(tmp_path):
+    assert lines(tmp_path, """
+        import os
+
+        def page(root, index, size=10):
+            rows = []
+            for name in os.listdir(root):
+                rows.extend(read(os.path.join(root, name)))
+            return len(rows), rows[index * size:(index + 1) * size]
+    """) == []

@@ -65,11 +65,13 @@ class Reach:
                     return found  # a sink, or a call we do not know (counted, printed, passed on)
                 return self.kept(detail.rsplit(".", 1)[0], scope, order)  # `found.extend(listing)`
             if sink == "[:]":
+                if self._in_loop_body(scope, order):
+                    return None  # `files[i:i + batch]` in a loop: batches that cover the list, iteration
                 cut = True
                 continue
             if sink in _QUIET:
                 return None
-            if cut and kind in ("name", "attr", "key", "return"):
+            if cut and kind in ("name", "attr", "key"):
                 return _CUT
             if sink == "iter":
                 return self.loop(scope, order, numbered)
@@ -80,6 +82,9 @@ class Reach:
             return None
         # A cut kept where no sink is recorded: unpacked into several names (`train, val = a[:n], a[n:]`).
         return _CUT if cut else None
+
+    def _in_loop_body(self, scope: str, order: int) -> bool:
+        return any(b.kind == "for" and b.scope == scope and b.head_end < order < b.end for b in self.facts.blocks)
 
     def kept(self, target: str, scope: str, order: int) -> Optional[str]:
         if target.startswith("self."):
@@ -251,8 +256,22 @@ class Reach:
             if base.names & table_["dataset_bases"] or last(dotted).endswith(tuple(table_["dataset_suffixes"])) \
                     or dotted in self.facts.classes and self.dataset_class(dotted):
                 return True
-        return any(self.sinks(call.sinks, call.scope, call.order) for call in self.facts.calls
-                   if call.callee == name)
+        return any(self._source_of(call) for call in self.facts.calls if call.callee == name)
+
+    def _source_of(self, made: Call) -> bool:
+        """`made` (an instance) is what a dataset reads its samples from: the first positional argument
+        or `source=` of a dataset constructor, not a helper handed over by another keyword
+        (`preprocess_func=`)."""
+        if not made.sinks or not made.sinks[-1].startswith("arg:"):
+            return False
+        callee = made.sinks[-1][4:]
+        dataset = self._call_before(callee, made.scope, made.order)
+        if dataset is None or not self.consumer(callee, made.scope, made.order, dataset):
+            return False
+        positional = [a for a in dataset.args if a.keyword is None and not a.star]
+        first = positional[0] if positional else None
+        return any(a.value.base == made.callee and a.value.base_call and (a is first or a.keyword == "source")
+                   for a in dataset.args)
 
 
 def sorted_later(facts: FileFacts, target: str, scope: str, order: int) -> bool:
