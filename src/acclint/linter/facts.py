@@ -149,8 +149,9 @@ class Reference:
 @dataclass(slots=True)
 class NameUse:
     """A read of a local name that holds a file listing (see the walker's `_LISTING_METHODS`), of a
-    list a loop builds, or of the index of `enumerate` over a listing; and every subscript of a `self`
-    attribute (`self.files[index]`, name "self.files"). With where the read flows (`Sink`)."""
+    list a loop builds, or of the index of `enumerate` over a listing; and every slice or computed-index
+    subscript of a `self` attribute (`self.files[index]`, name "self.files"). With where the read
+    flows (`Sink`)."""
 
     name: str
     scope: str

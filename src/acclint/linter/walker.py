@@ -409,7 +409,8 @@ class FileWalker:
     def _subscript(self, node: cst.Subscript, state: _State, stack: list):
         sink = _index_kind(node.slice)
         value = node.value
-        if type(value) is cst.Attribute and type(value.value) is cst.Name and value.value.value == "self":
+        if sink != "[]" and type(value) is cst.Attribute and type(value.value) is cst.Name \
+                and value.value.value == "self":
             # `self.files[index]`: a stored list read by position, in whichever method does it.
             self.facts.name_uses.append(F.NameUse("self." + value.attr.value, state.scope, self._next_order(),
                                                   state.sinks + (sink,)))
