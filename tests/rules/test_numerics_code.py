@@ -128,6 +128,8 @@ def test_file_listing_odd_forms(tmp_path):
 
         def c(root):
             return list(Path(root).iterdir())
+
+        corpus = load_dataset("text", data_files=c("data"))
     """}, "ACL211") == [("data.py", 17)]
 
 

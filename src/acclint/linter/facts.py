@@ -119,9 +119,10 @@ class Call:
 
 class Sink:
     """What consumes an expression, as recorded in `Call.sinks` / `NameUse.sinks` (outermost first):
-    "arg:<callee>" (an argument of that call), "name:<x>" / "attr:<a.b>" (assigned to it),
-    "return", "iter" (iterated by a `for`), "comp" (iterated by a comprehension), "set-comp",
-    "test" (an `if`/`while` test or `not`), "in" (an operand of `in`/`not in`)."""
+    "arg:<callee>" (an argument of that call), "name:<x>" / "attr:<a.b>" / "key:<d>" (assigned to it,
+    to an item of `d`), "return", "iter" (iterated by a `for`), "comp" (iterated by a comprehension),
+    "set-comp" (a set or dict comprehension), "test" (an `if`/`while` test or `not`), "in" (an operand
+    of `in`/`not in`), and subscripts: "[:]" sliced, "[]" one constant position, "[i]" a computed one."""
 
 
 @dataclass(slots=True)
@@ -165,8 +166,10 @@ class Reference:
 
 @dataclass(slots=True)
 class NameUse:
-    """A read of a local name that holds a file listing (see the walker's `_LISTING_METHODS`),
-    with where the read flows (`Sink`)."""
+    """A read of a local name that holds a file listing (see the walker's `_LISTING_METHODS`), of a
+    list a loop builds, or of the index of `enumerate` over a listing; and every slice or computed-index
+    subscript of a `self` attribute (`self.files[index]`, name "self.files"). With where the read
+    flows (`Sink`)."""
 
     name: str
     scope: str
@@ -297,7 +300,7 @@ class FileFacts:
     param_groups: dict = field(default_factory=dict)
     blocks: list = field(default_factory=list)  # Block, in source order
     returns: list = field(default_factory=list)  # Return, in source order
-    name_uses: list = field(default_factory=list)  # NameUse of names holding file listings
+    name_uses: list = field(default_factory=list)  # NameUse: reads of listings, lists built in loops, self.x[...]
     references: list = field(default_factory=list)  # Reference to this file's functions/classes or imported names
     divisions: list = field(default_factory=list)  # Division, in source order
     # Dotted names used as bounds of a slice (`logits[..., :vocab_size]` gives "vocab_size").

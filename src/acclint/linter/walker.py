@@ -430,7 +430,11 @@ class FileWalker:
                 else:
                     value.chain_args[index] = args
         if state.sinks and call.method in _LISTING_METHODS:
-            self.tracked.update((state.scope, s[5:]) for s in state.sinks if s.startswith("name:"))
+            self._track(state)
+        elif state.in_loop and call.method in _BUILDERS and type(node.func) is cst.Attribute \
+                and type(node.func.value) is cst.Name:
+            # `found.append(...)` in a loop: the list may be built from a listing the loop iterates.
+            self.tracked.add((state.scope, node.func.value.value))
         if call.callee not in _NOT_CALLING:
             for arg in node.args:
                 self._reference(arg.value, "arg:" + call.callee, state)
@@ -466,8 +470,15 @@ class FileWalker:
                     dotted = dotted_name(bound) if bound is not None else None
                     if dotted:
                         self.facts.slice_bounds.add(dotted)
+        sink = _index_kind(node.slice)
+        value = node.value
+        if sink != "[]" and type(value) is cst.Attribute and type(value.value) is cst.Name \
+                and value.value.value == "self":
+            # `self.files[index]`: a stored list read by position, in whichever method does it.
+            self.facts.name_uses.append(F.NameUse("self." + value.attr.value, state.scope, self._next_order(),
+                                                  state.sinks + (sink,)))
         self._children_in(node, ("slice",), state, state, stack)
-        self._sunk_children(node, ("value",), state, stack, "[]")
+        self._sunk_children(node, ("value",), state, stack, sink)
         return None
 
     def _comparison(self, node: cst.Comparison, state: _State, stack: list):
@@ -477,13 +488,19 @@ class FileWalker:
         return state
 
     def _set_comp(self, node, state: _State, stack: list):
-        self._sunk_children(node, ("elt", "for_in"), state, stack, "set-comp")
+        fields = ("elt", "for_in") if type(node) is cst.SetComp else ("key", "value", "for_in")
+        self._sunk_children(node, fields, state, stack, "set-comp")
         return None
 
     def _name(self, node: cst.Name, state: _State, stack: list):
-        if self.tracked and (state.scope, node.value) in self.tracked:
+        # A read that flows nowhere (a statement of its own, the receiver of a method) says nothing.
+        if self.tracked and state.sinks and (state.scope, node.value) in self.tracked:
             self.facts.name_uses.append(F.NameUse(node.value, state.scope, self._next_order(), state.sinks))
+            self._track(state)  # `train = files[:n]`: follow the copy too
         return None
+
+    def _track(self, state: _State) -> None:
+        self.tracked.update((state.scope, s[5:]) for s in state.sinks if s.startswith("name:"))
 
     def _block(self, node, kind: str, items: tuple, targets: tuple, state: _State) -> F.Block:
         block = F.Block(node=self._node(node), kind=kind, items=items, targets=targets, scope=state.scope,
@@ -576,12 +593,13 @@ class FileWalker:
             summary = self._value(value) if len(targets) == 1 and type(targets[0]) is cst.Name else F.Value()
             stack.append(_NameBinding(names, summary, state.scope))
         sink = None
-        if len(targets) == 1 and type(targets[0]) in (cst.Name, cst.Attribute):
-            target_text = dotted_name(targets[0])
+        if len(targets) == 1 and type(targets[0]) in _TARGET_SINKS:
+            target = targets[0].value if type(targets[0]) is cst.Subscript else targets[0]
+            target_text = dotted_name(target)
             if target_text:
-                sink = ("name:" if type(targets[0]) is cst.Name else "attr:") + target_text
+                sink = _TARGET_SINKS[type(targets[0])] + target_text
         value_state = _sunk(state, sink) if sink else state
-        if sink and type(value) in _COLLECTIONS:  # `COMMANDS = {"train": run_train}`
+        if sink and sink[0] != "k" and type(value) in _COLLECTIONS:  # `COMMANDS = {"train": run_train}`
             self._reference(value, sink, state)
         for target in targets:
             if isinstance(target, cst.Name):
@@ -719,6 +737,9 @@ class FileWalker:
             self._children_in(node, ("test",), state, state, stack)
             return None
         stack.append(_OrderMark(block, "head_end"))
+        if block.targets and _enumerates_listing(node.iter, self.tracked, state.scope):
+            # `for i, name in enumerate(os.listdir(root))`: `i` numbers entries in file-system order.
+            self.tracked.add((state.scope, block.targets[0]))
         self._sunk_children(node, ("iter",), state, stack, "iter")
         self._children_in(node, ("target",), state, state, stack)
         return None
@@ -827,6 +848,32 @@ def _sunk(state: _State, sink: str) -> _State:
     return dataclasses.replace(state, sinks=state.sinks + (sink,))
 
 
+def _index_kind(elements) -> str:
+    """The Sink of a subscript: "[:]" a slice, "[]" one constant position (`[0]`, `[-1]`, `["key"]`),
+    "[i]" a position computed at run time."""
+    if len(elements) != 1:
+        return "[i]"
+    index = elements[0].slice
+    if type(index) is cst.Slice:
+        return "[:]"
+    value = index.value
+    if type(value) in (cst.Integer, cst.SimpleString) or (
+            type(value) is cst.UnaryOperation and type(value.expression) is cst.Integer):
+        return "[]"
+    return "[i]"
+
+
+def _enumerates_listing(node: cst.CSTNode, tracked: set, scope: str) -> bool:
+    """`enumerate(os.walk(root))` or `enumerate(names)` where `names` holds a listing."""
+    if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != "enumerate" \
+            or not node.args:
+        return False
+    first = node.args[0].value
+    if type(first) is cst.Name:
+        return (scope, first.value) in tracked
+    return type(first) is cst.Call and callee_text(first.func).rsplit(".", 1)[-1] in _LISTING_METHODS
+
+
 def _bound_names(target: cst.CSTNode) -> tuple:
     """Names a `for`/`as` target binds: `x`, `a, (b, c)`."""
     if type(target) is cst.Name:
@@ -839,6 +886,10 @@ def _bound_names(target: cst.CSTNode) -> tuple:
 # Methods whose result is a directory listing in file-system order (os.listdir, glob.glob, Path.rglob,
 # ...): reads of the locals they are assigned to are recorded (F.NameUse) so rules can follow them.
 _LISTING_METHODS = frozenset({"listdir", "scandir", "glob", "iglob", "rglob", "iterdir", "walk"})
+# Methods that build a list in a loop; the list is followed like a listing (it may be built from one).
+_BUILDERS = frozenset({"append", "extend", "insert"})
+# Assignment targets and the Sink of the value assigned to them.
+_TARGET_SINKS = {cst.Name: "name:", cst.Attribute: "attr:", cst.Subscript: "key:"}
 
 
 class _OrderMark:
@@ -914,6 +965,7 @@ _HANDLERS.update({
     cst.Subscript: FileWalker._subscript,
     cst.Comparison: FileWalker._comparison,
     cst.SetComp: FileWalker._set_comp,
+    cst.DictComp: FileWalker._set_comp,  # keyed: `{name: path for ...}`
     cst.Name: FileWalker._name,
     cst.With: FileWalker._with,
     cst.CompFor: FileWalker._comp_for,
