@@ -112,7 +112,6 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
             out.imports.update(t.split(".", 1)[0] for t in targets)
     models = _ModelFinder(ctx)
     open_calls = _OpenCalls(ctx)
-    instances: dict = {}  # (file, scope, name) -> qualified names of the class it was built from
     caller_guards: dict = {}  # depth -> guards in force at the latest call of that depth
     for step in program.flow:
         fact = step.fact
@@ -123,7 +122,7 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
         opt_in = opt_in_guard(ctx, guards) if guards else None
         if isinstance(fact, Call):
             caller_guards[step.depth] = guards
-            _seeding_call(ctx, step, fact, opt_in, out, instances)
+            _seeding_call(ctx, step, fact, opt_in, out)
             _record_setting(step, opt_in, out)
             _usage(step, fact, out)
             models.see(step, fact)
@@ -206,15 +205,8 @@ def _training_frameworks(program: Program) -> frozenset:
 # -- seeding ---------------------------------------------------------------------------------
 
 
-def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts,
-                  instances: dict) -> None:
+def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
     seeders = table("seeding")["seeders"]
-    if call.assigned_to and call.names:  # `model = SentenceTransformer(...)`: what `model.fit()` calls
-        instances[(step.file.abspath, call.scope, call.assigned_to)] = call.names
-    method_seeder = _method_seeder(step, call, instances)
-    if method_seeder is not None:
-        _record_seeding(frozenset(method_seeder[1]["covers"]), Source(step=step, what=method_seeder[0]), opt_in, out)
-        return
     for name in call.names:
         entry = seeders.get(name)
         if entry is not None:
@@ -236,21 +228,6 @@ def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[
         covers = frozenset(table("seeding")["unseen_helpers"]["covers"])
         what = f"{unseen} (assumed to seed every generator: acclint cannot read it)"
         _record_seeding(covers, Source(step=step, what=what), opt_in, out)
-
-
-def _method_seeder(step: Step, call: Call, instances: dict) -> Optional[tuple]:
-    """(qualified method, entry) when `call` is `obj.method(...)` on an instance of a library class
-    whose method seeds (seeding.toml `method_seeders`)."""
-    head, _, method = call.callee.rpartition(".")
-    if not head or "." in head:
-        return None
-    classes = instances.get((step.file.abspath, call.scope, head), ())
-    seeders = table("seeding").get("method_seeders", {})
-    for cls in sorted(classes):
-        entry = seeders.get(f"{cls}.{method}")
-        if entry is not None:
-            return f"{cls}.{method}", entry
-    return None
 
 
 def _saves_state_first(file, call: Call) -> bool:

@@ -302,18 +302,6 @@ class UnseededTorch(UnseededGenerator):
                 m = t.nn.Linear(8, 2)
                 m(t.ones(8)).sum().backward()
         """, "seeded through an alias"),
-        Example.script("""
-            import torch
-            from sentence_transformers import SentenceTransformer, losses
-            from torch.utils.data import DataLoader
-
-            if __name__ == "__main__":
-                model = SentenceTransformer("distilroberta-base")
-                loader = DataLoader(pairs, shuffle=True, batch_size=16)
-                loss = losses.MultipleNegativesRankingLoss(model)
-                model.fit(train_objectives=[(loader, loss)], epochs=1)
-                torch.optim.AdamW(model.parameters()).step()
-        """, "SentenceTransformer.fit trains through a transformers Trainer, which seeds (seed 42)"),
         Example(
             {
                 "train.py": """
