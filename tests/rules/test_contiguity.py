@@ -40,11 +40,12 @@ def test_head_merge_forms_are_warnings(tmp_path):
                 out = torch.softmax(q @ q.transpose(-2, -1), -1) @ q
                 out = out.transpose(1, 2).float().view(b, t, c)
                 early = out.contiguous().transpose(1, 2).view(b, t, -1)
-                swapped = out.swapaxes(2, 1)
+                heads = torch.matmul(q, q)
+                swapped = heads.swapaxes(2, 1)
                 merged = swapped.view(b * t, c)
-                return out, early, merged, out.permute((0, 2, 1, 3)).view(b, t, c)
+                return out, early, merged, heads.permute((0, 2, 1, 3)).view(b, t, c)
     """)
-    assert found == [(10, "warning"), (11, "warning"), (13, "warning"), (14, "warning")]
+    assert found == [(10, "warning"), (11, "warning"), (14, "warning"), (15, "warning")]
 
 
 def test_views_that_may_only_split_or_whose_dims_are_unknown_stay_info(tmp_path):
@@ -57,6 +58,20 @@ def test_views_that_may_only_split_or_whose_dims_are_unknown_stay_info(tmp_path)
             return sbh, nhwc, unknown, last, x.mT.view(*shape)
     """)
     assert found == [(3, "info"), (4, "info"), (5, "info"), (6, "info"), (7, "info")]
+
+
+def test_a_tensor_the_function_did_not_make_may_arrive_transposed_so_its_view_is_info(tmp_path):
+    found = _findings(tmp_path, """
+        def merge(attn_out, lprobs, b, t, c):
+            merged = attn_out.transpose(1, 2).view(b, t, c)  # a parameter: the caller chose its strides
+            lprobs = lprobs.transpose(0, 1)
+            flat = lprobs.view(-1, c)
+            scores = attn_out.transpose(0, 2)
+            scores = scores.masked_fill(scores < 0, 0)  # keeps the transposed strides
+            scores = scores.transpose(0, 2)  # back to the layout attn_out had
+            return merged, flat, scores.view(b * 4, t, c), attn_out.view(attn_out.shape)
+    """)
+    assert found == [(3, "info"), (5, "info"), (9, "info")]
 
 
 def test_contiguous_after_the_transpose_or_a_layout_chosen_on_purpose_is_quiet(tmp_path):
@@ -114,7 +129,11 @@ def test_views_that_can_work_are_not_proved_to_raise():
 
 
 SOURCE = '''\
-def merge(attn_out, bsz, q_len, hidden):
+import torch
+
+
+def merge(probs, value_states, bsz, q_len, hidden):
+    attn_out = torch.matmul(probs, value_states)
     # heads back into the hidden size
     attn_out = attn_out.transpose(1, 2).view(bsz, q_len, hidden)
     return attn_out, attn_out.transpose(0, 1).view(q_len, bsz, 4, -1)
@@ -144,12 +163,13 @@ def test_fix_inserts_contiguous_before_the_raising_view_only(tmp_path, monkeypat
     # The fixed code runs where the original raised, with the same values.
     namespace: dict = {}
     exec(compile(fixed, "model.py", "exec"), namespace)
-    heads = torch.arange(2 * 4 * 3 * 5, dtype=torch.float32).view(2, 4, 3, 5)
-    merged, _ = namespace["merge"](heads, 2, 3, 20)
-    assert torch.equal(merged, heads.transpose(1, 2).reshape(2, 3, 20))
-    with pytest.raises(RuntimeError):
-        exec(compile(SOURCE, "model.py", "exec"), namespace)
-        namespace["merge"](heads, 2, 3, 20)
+    probs = torch.softmax(torch.arange(2 * 4 * 3 * 3, dtype=torch.float32).view(2, 4, 3, 3), dim=-1)
+    value_states = torch.arange(2 * 4 * 3 * 5, dtype=torch.float32).view(2, 4, 3, 5)
+    merged, _ = namespace["merge"](probs, value_states, 2, 3, 20)
+    assert torch.equal(merged, torch.matmul(probs, value_states).transpose(1, 2).reshape(2, 3, 20))
+    exec(compile(SOURCE, "model.py", "exec"), namespace)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        namespace["merge"](probs, value_states, 2, 3, 20)
 
 
 def test_diff_shows_the_fix_and_writes_nothing(tmp_path, monkeypatch):

@@ -9,10 +9,10 @@ from typing import ClassVar
 
 from acclint.linter.context import FileContext
 from acclint.linter.edits import ChainMethod, safe_fix, unsafe_fix
-from acclint.linter.facts import Call
+from acclint.linter.facts import Call, Value
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.flow import (STRIDE_KEEPING, TRANSPOSING, LayoutEvent, in_autograd_backward, layout_events,
-                                receiver, short)
+from acclint.rules.flow import (STRIDE_KEEPING, TRANSPOSING, TRANSPOSING_FUNCTIONS, LayoutEvent, in_autograd_backward,
+                                layout_events, receiver, short)
 from acclint.rules.fused_op import contiguous_only
 from acclint.rules.view_merge import view_must_raise
 
@@ -62,8 +62,9 @@ class TransposedView(ContiguityRule):
         "layout and does not count. A warning where the view cannot work: it flattens (`.view(-1)`, one size), or "
         "it needs to merge dims the transposition put out of order, as the attention-head merge "
         "`attn.transpose(1, 2).view(b, t, c)` does (read from literal `transpose`/`swapaxes`/`permute` dims and "
-        "the number of sizes; every rank the dims allow is tried). Otherwise info: a view to more sizes may only "
-        "split dims, which is valid on any strides. MindSpore code is not checked (`mindspore.Tensor.view` is a "
+        "the number of sizes; every rank the dims allow is tried) on a tensor the function made contiguous or "
+        "computed itself. Otherwise info: a view to more sizes may only split dims, which is valid on any strides, "
+        "and a parameter or attribute may arrive transposed, so that the transpose turns it back. MindSpore code is not checked (`mindspore.Tensor.view` is a "
         "reshape).",
         why="`view` reinterprets the existing strides. On a transposed tensor it raises "
         "(\"view size is not compatible with input tensor's size and stride\") unless the transposed dims happen to "
@@ -77,7 +78,11 @@ class TransposedView(ContiguityRule):
     )
     invalid = (
         Example.script("""
-            def merge_heads(attn_out, bsz, q_len, hidden):
+            import torch
+
+
+            def merge_heads(probs, value_states, bsz, q_len, hidden):
+                attn_out = torch.matmul(probs, value_states)
                 attn_out = attn_out.transpose(1, 2).view(bsz, q_len, hidden)  # expect: ACL501
                 return attn_out
 
@@ -86,8 +91,8 @@ class TransposedView(ContiguityRule):
                 return context.contiguous().transpose(1, 2).view(batch, seq, hidden)  # expect: ACL501
 
 
-            def through_a_name(x, b, t, c):
-                y = x.permute(0, 2, 1, 3)
+            def through_a_name(scores, value_states, b, t, c):
+                y = torch.matmul(scores, value_states).permute(0, 2, 1, 3)
                 y = y.view(b, t, c)  # expect: ACL501
                 return y
 
@@ -156,15 +161,18 @@ class TransposedView(ContiguityRule):
 
 
 def _view_raises(ctx: FileContext, event: LayoutEvent) -> bool:
-    """The view cannot work on this transposed tensor: it flattens (`.view(-1)`, one size), or it merges
-    dims the transposition put out of order (the attention-head merge `.transpose(1, 2).view(b, t, c)`)."""
+    """The view cannot work on this transposed tensor: it flattens (`.view(-1)`, one literal size), or it
+    merges dims the transposition put out of order, as the attention-head merge `.transpose(1, 2).view(b, t, c)`
+    does on a tensor this function made."""
     shape = [a for a in event.call.args if a.keyword is None]
     if any(a.star for a in shape):
         return False
     if len(shape) == 1:
-        return True  # merges every dim: with a real transposition it cannot work
+        # One literal int merges every dim, which a real transposition forbids; one name (`x.view(shape)`)
+        # may be a whole shape.
+        return type(shape[0].value.literal) is int
     transposer = _transposer(ctx, event.call)
-    return transposer is not None and view_must_raise(transposer, len(shape))
+    return transposer is not None and _made_here(ctx, transposer) and view_must_raise(transposer, len(shape))
 
 
 _CASTS = STRIDE_KEEPING - {"[]"}  # a subscript may drop dims: the rank would be unknown
@@ -176,21 +184,48 @@ def _transposer(ctx: FileContext, view: Call):
     value = receiver(view)
     if value is None or value.base_call or any(m not in _CASTS for m in _after_last_transpose(value.chain)):
         return None
-    spans = ctx.facts.spans
     if value.chain and sum(m in TRANSPOSING for m in value.chain) == 1:
+        spans = ctx.facts.spans
         start = _start(spans[view.node])
         inner = [c for c in ctx.facts.calls if c.scope == view.scope and c.method in TRANSPOSING
-                 and _start(spans[c.node]) == start and c.order != view.order]
+                 and c is not view and _start(spans[c.node]) == start]  # the chain's calls, wherever recorded
         return max(inner, key=lambda c: (spans[c.node].end_line, spans[c.node].end_column), default=None)
     if any(m in TRANSPOSING for m in value.chain):
         return None
-    earlier = [c for c in ctx.facts.calls if c.scope == view.scope and c.assigned_to == value.base
-               and c.order < view.order]
-    last = max(earlier, key=lambda c: c.order, default=None)
-    if last is None or last.method not in TRANSPOSING or last.receiver is not None and \
-            any(m in TRANSPOSING for m in last.receiver.chain):
-        return None
-    return last
+    last = _last_assigned(ctx, view, value.base)
+    return last if last is not None and last.method in TRANSPOSING and not _transposes(last.receiver) else None
+
+
+def _made_here(ctx: FileContext, transposer: Call) -> bool:
+    """The tensor before the transposition has the layout the proof assumes (contiguous): made contiguous
+    in the chain, the result of a call, or a local name no transposition in this function reached. A
+    parameter's or an attribute's strides are the caller's (it may pass a transposed tensor, which the
+    transposition turns back)."""
+    value = transposer.receiver or Value(base=transposer.callee.rsplit(".", 1)[0])
+    if "contiguous" in value.chain:
+        return True
+    if _transposes(value):
+        return False
+    if value.base_call:
+        return True
+    function = ctx.facts.functions.get(transposer.scope)
+    if "." in value.base or function is None or value.base in function.params:
+        return False
+    assigned = [a.value for a in ctx.facts.name_assignments
+                if a.scope == transposer.scope and a.name == value.base and a.order < transposer.order]
+    return bool(assigned) and not any(_transposes(v) or v.base_names & TRANSPOSING_FUNCTIONS for v in assigned)
+
+
+def _transposes(value) -> bool:
+    return value is not None and any(m in TRANSPOSING for m in value.chain)
+
+
+def _calls_before(ctx: FileContext, call: Call) -> list:
+    return [c for c in ctx.facts.calls if c.scope == call.scope and c.order < call.order]
+
+
+def _last_assigned(ctx: FileContext, call: Call, name: str):
+    return max((c for c in _calls_before(ctx, call) if c.assigned_to == name), key=lambda c: c.order, default=None)
 
 
 def _start(where) -> tuple:
