@@ -197,23 +197,33 @@ def _transposer(ctx: FileContext, view: Call):
 
 
 def _made_here(ctx: FileContext, transposer: Call) -> bool:
-    """The tensor before the transposition has the layout the proof assumes (contiguous): made contiguous
-    in the chain, the result of a call, or a local name no transposition in this function reached. A
-    parameter's or an attribute's strides are the caller's (it may pass a transposed tensor, which the
-    transposition turns back)."""
+    """The tensor before the transposition has the layout the proof assumes (contiguous): made contiguous or
+    computed by a matmul in the chain, or a local name last assigned such a value with no transposition of
+    it in this function. A parameter's, an attribute's or another function's result's strides are not
+    known here (it may return a transposed view, which the transposition turns back)."""
     value = transposer.receiver or Value(base=transposer.callee.rsplit(".", 1)[0])
-    if "contiguous" in value.chain:
-        return True
     if _transposes(value):
         return False
-    if value.base_call:
+    if _fresh(value):
         return True
     function = ctx.facts.functions.get(transposer.scope)
-    if "." in value.base or function is None or value.base in function.params:
+    if value.base is None or value.base_call or "." in value.base or function is None or value.base in function.params:
         return False
     assigned = [a.value for a in ctx.facts.name_assignments
                 if a.scope == transposer.scope and a.name == value.base and a.order < transposer.order]
-    return bool(assigned) and not any(_transposes(v) or v.base_names & TRANSPOSING_FUNCTIONS for v in assigned)
+    if not assigned or any(_transposes(v) or v.base_names & TRANSPOSING_FUNCTIONS for v in assigned):
+        return False
+    return _fresh(assigned[-1])
+
+
+# What returns new memory in the logical order: `.contiguous()` and matmuls (`torch.matmul(probs, v)`).
+_FRESH_METHODS = frozenset({"contiguous"}) | _MATMUL_METHODS
+_FRESH_FUNCTIONS = _MATMUL_FUNCTIONS | {"torch.einsum"}
+
+
+def _fresh(value: Value) -> bool:
+    return bool(_FRESH_METHODS.intersection(value.chain)) or value.base_call and bool(
+        value.base_names & _FRESH_FUNCTIONS)
 
 
 def _transposes(value) -> bool:
