@@ -184,3 +184,24 @@ def test_diff_shows_the_fix_and_writes_nothing(tmp_path, monkeypatch):
     assert "-    attn_out = attn_out.transpose(1, 2).view(bsz, q_len, hidden)\n" in done.stdout
     assert "+    attn_out = attn_out.transpose(1, 2).contiguous().view(bsz, q_len, hidden)\n" in done.stdout
     assert ".contiguous().view(q_len" not in done.stdout
+
+
+def test_a_contiguous_before_the_transpose_does_not_hide_a_transposed_gradient(tmp_path):
+    """The layout fix for ACL501 is shared: ACL502 sees `grad.contiguous().t()` as the transposed view it is,
+    and still leaves the deliberate round trip `w.t().contiguous().t()` alone."""
+    from acclint.rules.contiguity import TransposedMatmulInBackward
+
+    (tmp_path / "layer.py").write_text(textwrap.dedent("""
+        import torch
+
+
+        class Linear(torch.autograd.Function):
+            @staticmethod
+            def backward(ctx, grad_output):
+                total_input, weight = ctx.saved_tensors
+                grad_weight = grad_output.contiguous().t().matmul(total_input)
+                column_major = grad_output.t().contiguous().t()
+                return column_major.matmul(weight), grad_weight
+    """), encoding="utf-8")
+    result = scan([tmp_path], [TransposedMatmulInBackward()], Config(), jobs=1, cwd=tmp_path)
+    assert [(f.rule, f.line) for f in result.findings] == [("ACL502", 9)]
