@@ -62,9 +62,10 @@ class TransposedView(ContiguityRule):
         "layout and does not count. A warning where the view cannot work: it flattens (`.view(-1)`, one size), or "
         "it needs to merge dims the transposition put out of order, as the attention-head merge "
         "`attn.transpose(1, 2).view(b, t, c)` does (read from literal `transpose`/`swapaxes`/`permute` dims and "
-        "the number of sizes; every rank the dims allow is tried) on a tensor the function made contiguous or "
-        "computed itself. Otherwise info: a view to more sizes may only split dims, which is valid on any strides, "
-        "and a parameter or attribute may arrive transposed, so that the transpose turns it back. MindSpore code is not checked (`mindspore.Tensor.view` is a "
+        "the number of sizes; every rank the dims allow is tried) on a tensor the function made with `.contiguous()` "
+        "or a matmul. Otherwise info: a view to more sizes may only split dims, which is valid on any strides, and "
+        "a parameter, an attribute or another function's result may arrive transposed, so that the transpose turns "
+        "it back. MindSpore code is not checked (`mindspore.Tensor.view` is a "
         "reshape).",
         why="`view` reinterprets the existing strides. On a transposed tensor it raises "
         "(\"view size is not compatible with input tensor's size and stride\") unless the transposed dims happen to "
