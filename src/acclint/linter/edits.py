@@ -50,6 +50,13 @@ class InsertStatement(Change):
 
 
 @dataclass(frozen=True)
+class ChainMethod(Change):
+    """Python: the method call at `at` (`r.m(...)`) becomes `r.<method>().m(...)`."""
+
+    method: str = ""
+
+
+@dataclass(frozen=True)
 class InsertLine(Change):
     """Shell: the line `text` goes before the line of `at`, with that line's indentation."""
 

@@ -18,7 +18,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from acclint.linter.atomic import write_atomic
 from acclint.linter.discovery import kind_of
-from acclint.linter.edits import Change, InsertLine, InsertStatement, ReplaceValue, SetArgument
+from acclint.linter.edits import ChainMethod, Change, InsertLine, InsertStatement, ReplaceValue, SetArgument
 
 
 class FixError(ValueError):
@@ -202,6 +202,10 @@ class _Transformer(cst.CSTTransformer):
                 result = value
         elif isinstance(change, SetArgument) and isinstance(updated, cst.Call):
             result = updated.with_changes(args=_set_argument(updated.args, change))
+        elif isinstance(change, ChainMethod) and isinstance(updated, cst.Call) and \
+                isinstance(updated.func, cst.Attribute):
+            inserted = cst.Call(func=cst.Attribute(value=updated.func.value, attr=cst.Name(change.method)))
+            result = updated.with_changes(func=updated.func.with_changes(value=inserted))
         if result is not None:
             self.touched.add(ident)
         return result

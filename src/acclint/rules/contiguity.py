@@ -8,9 +8,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from acclint.linter.context import FileContext
+from acclint.linter.edits import ChainMethod, safe_fix, unsafe_fix
+from acclint.linter.facts import Call, Value
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.flow import LayoutEvent, in_autograd_backward, layout_events, receiver, short
+from acclint.rules.flow import (STRIDE_KEEPING, TRANSPOSING, TRANSPOSING_FUNCTIONS, LayoutEvent, in_autograd_backward,
+                                layout_events, receiver, short)
 from acclint.rules.fused_op import contiguous_only
+from acclint.rules.view_merge import view_must_raise
 
 _MATMUL_METHODS = frozenset({"matmul", "mm", "bmm"})
 _MATMUL_FUNCTIONS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm",
@@ -53,26 +57,51 @@ class TransposedView(ContiguityRule):
     fix_text = "`.contiguous().view(...)` or `.reshape(...)`"
     doc = RuleDoc(
         what="Reports `.view(...)` called on a tensor that is a transposed view: produced by `.t()`, `.T`, `.mT`, "
-        "`.transpose()`, `.permute()`, `.swapaxes()`, `.movedim()`, directly or through a local name. A flattening "
-        "view (`.view(-1)`, one size) is a warning; a view to several sizes is info, because it is valid when it "
-        "only splits dims or the swapped dims have size 1 (which static analysis cannot see).",
+        "`.transpose()`, `.permute()`, `.swapaxes()`, `.movedim()`, directly or through a local name. A "
+        "`.contiguous()` taken before the transpose (`x.contiguous().transpose(1, 2).view(...)`) fixes the other "
+        "layout and does not count. A warning where the view cannot work: it flattens (`.view(-1)`, one size), or "
+        "it needs to merge dims the transposition put out of order, as the attention-head merge "
+        "`attn.transpose(1, 2).view(b, t, c)` does (read from literal `transpose`/`swapaxes`/`permute` dims and "
+        "the number of sizes; every rank the dims allow is tried) on a tensor the function made with `.contiguous()` "
+        "or a matmul. Otherwise info: a view to more sizes may only split dims, which is valid on any strides, and "
+        "a parameter, an attribute or another function's result may arrive transposed, so that the transpose turns "
+        "it back. MindSpore code is not checked (`mindspore.Tensor.view` is a "
+        "reshape).",
         why="`view` reinterprets the existing strides. On a transposed tensor it raises "
         "(\"view size is not compatible with input tensor's size and stride\") unless the transposed dims happen to "
         "be of size 1, so whether it runs depends on shapes that differ between a GPU recipe and an NPU recipe "
         "(TP size, sequence layout SBH vs BSH); where it runs, the result depends on the layout the kernel produced, "
         "which torch_npu may choose differently (private formats).",
-        fix="Make the layout explicit: `x.transpose(0, 1).contiguous().view(...)`, or use `.reshape(...)`.",
+        fix="Make the layout explicit: `x.transpose(0, 1).contiguous().view(...)`, or use `.reshape(...)`. "
+        "`--fix` inserts `.contiguous()` before `.view(` on warnings (a view that raises has no result to "
+        "change); on info findings that is an unsafe fix, because a view that works shares memory with the "
+        "original and in-place writes through the copy would no longer reach it.",
     )
     invalid = (
         Example.script("""
-            def merge_heads(context, batch, seq, hidden):
-                context = context.permute(0, 2, 1, 3)
-                return context.view(batch, seq, hidden)  # expect: ACL501
+            import torch
+
+
+            def merge_heads(probs, value_states, bsz, q_len, hidden):
+                attn_out = torch.matmul(probs, value_states)
+                attn_out = attn_out.transpose(1, 2).view(bsz, q_len, hidden)  # expect: ACL501
+                return attn_out
+
+
+            def merge_heads_made_contiguous_too_early(context, batch, seq, hidden):
+                return context.contiguous().transpose(1, 2).view(batch, seq, hidden)  # expect: ACL501
+
+
+            def through_a_name(scores, value_states, b, t, c):
+                y = torch.matmul(scores, value_states).permute(0, 2, 1, 3)
+                y = y.view(b, t, c)  # expect: ACL501
+                return y
 
 
             def flatten(x):
                 return x.transpose(0, 1).view(-1)  # expect: ACL501
-        """),
+        """, "the attention-head merge, with `.contiguous()` in the layout before the transpose, through a "
+            "local name, and a flattening view"),
     )
     valid = (
         Example.script("""
@@ -85,12 +114,16 @@ class TransposedView(ContiguityRule):
                 return out.transpose(0, 1).reshape(-1), out.t().view(torch.int32)
 
 
+            def merge_heads_contiguous_after(attn_out, bsz, q_len, hidden):
+                return attn_out.transpose(1, 2).contiguous().view(bsz, q_len, hidden)
+
+
             def rope_on_batch_first(q, rope):
                 q = q.transpose(0, 1)
                 q[..., -64:] = rope(q[..., -64:])
                 q = q.transpose(0, 1)  # back to the original layout
                 return q.view(*q.shape[:2], -1)
-        """, "contiguous first, reshape, a dtype view, a transpose undone"),
+        """, "contiguous after the transpose, reshape, a dtype view, a transpose undone"),
         Example.script("""
             from mindspore import nn, ops
 
@@ -99,6 +132,11 @@ class TransposedView(ContiguityRule):
                 def construct(self, attn, w):
                     attn = attn.transpose((0, 1, 3, 2))
                     return ops.softmax(attn.view((-1, w)), axis=-1)
+
+
+            class Attention(nn.Cell):
+                def construct(self, out, b, t, c):
+                    return out.transpose(0, 2, 1, 3).view(b, t, c)
         """, "MindSpore code: mindspore.Tensor.view is a reshape and never depends on strides"),
     )
 
@@ -114,11 +152,102 @@ class TransposedView(ContiguityRule):
         for event in layout_events(ctx.facts):
             message = self.matches(ctx, event)
             if message:
-                # `.view(-1)` / `.view(n)` merges every dim: with a real transposition it cannot work. A view to
-                # several dims may only split dims (valid on any strides): shown, but not as a warning.
-                shape = [a for a in event.call.args if a.keyword is None]
-                flatten = len(shape) == 1 and not shape[0].star
-                ctx.report(self, event.call.node, message, fix=self.fix_text, severity=None if flatten else "info")
+                raises = _view_raises(ctx, event)
+                # Where the view raises, `.contiguous()` changes nothing else; where it may work (it only splits
+                # dims), its result aliases the original and in-place writes through it would stop reaching it.
+                autofix = (safe_fix if raises else unsafe_fix)("add .contiguous() before .view()",
+                                                               ChainMethod(method="contiguous"))
+                ctx.report(self, event.call.node, message, fix=self.fix_text, severity=None if raises else "info",
+                           autofix=autofix)
+
+
+def _view_raises(ctx: FileContext, event: LayoutEvent) -> bool:
+    """The view cannot work on this transposed tensor: it flattens (`.view(-1)`, one literal size), or it
+    merges dims the transposition put out of order, as the attention-head merge `.transpose(1, 2).view(b, t, c)`
+    does on a tensor this function made."""
+    shape = [a for a in event.call.args if a.keyword is None]
+    if any(a.star for a in shape):
+        return False
+    if len(shape) == 1:
+        # One literal int merges every dim, which a real transposition forbids; one name (`x.view(shape)`)
+        # may be a whole shape.
+        return type(shape[0].value.literal) is int
+    transposer = _transposer(ctx, event.call)
+    return transposer is not None and _made_here(ctx, transposer) and view_must_raise(transposer, len(shape))
+
+
+_CASTS = STRIDE_KEEPING - {"[]"}  # a subscript may drop dims: the rank would be unknown
+
+
+def _transposer(ctx: FileContext, view: Call):
+    """The one transposing call the viewed tensor comes from, with nothing but casts after it: in the
+    chain (`x.transpose(1, 2).float().view(...)`), or assigned to the viewed name in the same function."""
+    value = receiver(view)
+    if value is None or value.base_call or any(m not in _CASTS for m in _after_last_transpose(value.chain)):
+        return None
+    if value.chain and sum(m in TRANSPOSING for m in value.chain) == 1:
+        spans = ctx.facts.spans
+        start = _start(spans[view.node])
+        inner = [c for c in ctx.facts.calls if c.scope == view.scope and c.method in TRANSPOSING
+                 and c is not view and _start(spans[c.node]) == start]  # the chain's calls, wherever recorded
+        return max(inner, key=lambda c: (spans[c.node].end_line, spans[c.node].end_column), default=None)
+    if any(m in TRANSPOSING for m in value.chain):
+        return None
+    last = _last_assigned(ctx, view, value.base)
+    return last if last is not None and last.method in TRANSPOSING and not _transposes(last.receiver) else None
+
+
+def _made_here(ctx: FileContext, transposer: Call) -> bool:
+    """The tensor before the transposition has the layout the proof assumes (contiguous): made contiguous or
+    computed by a matmul in the chain, or a local name last assigned such a value with no transposition of
+    it in this function. A parameter's, an attribute's or another function's result's strides are not
+    known here (it may return a transposed view, which the transposition turns back)."""
+    value = transposer.receiver or Value(base=transposer.callee.rsplit(".", 1)[0])
+    if _transposes(value):
+        return False
+    if _fresh(value):
+        return True
+    function = ctx.facts.functions.get(transposer.scope)
+    if value.base is None or value.base_call or "." in value.base or function is None or value.base in function.params:
+        return False
+    assigned = [a.value for a in ctx.facts.name_assignments
+                if a.scope == transposer.scope and a.name == value.base and a.order < transposer.order]
+    if not assigned or any(_transposes(v) or v.base_names & TRANSPOSING_FUNCTIONS for v in assigned):
+        return False
+    return _fresh(assigned[-1])
+
+
+# What returns new memory in the logical order: `.contiguous()` and matmuls (`torch.matmul(probs, v)`).
+_FRESH_METHODS = frozenset({"contiguous"}) | _MATMUL_METHODS
+_FRESH_FUNCTIONS = _MATMUL_FUNCTIONS | {"torch.einsum"}
+
+
+def _fresh(value: Value) -> bool:
+    return bool(_FRESH_METHODS.intersection(value.chain)) or value.base_call and bool(
+        value.base_names & _FRESH_FUNCTIONS)
+
+
+def _transposes(value) -> bool:
+    return value is not None and any(m in TRANSPOSING for m in value.chain)
+
+
+def _calls_before(ctx: FileContext, call: Call) -> list:
+    return [c for c in ctx.facts.calls if c.scope == call.scope and c.order < call.order]
+
+
+def _last_assigned(ctx: FileContext, call: Call, name: str):
+    return max((c for c in _calls_before(ctx, call) if c.assigned_to == name), key=lambda c: c.order, default=None)
+
+
+def _start(where) -> tuple:
+    return where.line, where.column
+
+
+def _after_last_transpose(chain: tuple) -> tuple:
+    for index in range(len(chain) - 1, -1, -1):
+        if chain[index] in TRANSPOSING:
+            return chain[index + 1:]
+    return chain
 
 
 class TransposedMatmulInBackward(ContiguityRule):

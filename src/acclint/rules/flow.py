@@ -99,7 +99,7 @@ def transposed(value: Optional[Value], held: dict) -> str:
     else:
         state = value.base in held
         root = held.get(value.base, root)
-    if "contiguous" in value.chain[:-1] and value.chain[-1] in TRANSPOSING:
+    if _relayout_on_purpose(value.chain):
         return ""  # `x.t().contiguous().t()`: a layout chosen on purpose (e.g. for alignment)
     for method in value.chain:
         if method in TRANSPOSING:
@@ -107,6 +107,16 @@ def transposed(value: Optional[Value], held: dict) -> str:
         elif method not in STRIDE_KEEPING:
             state = False  # .contiguous(), .reshape(), arithmetic results: fresh memory or unknown
     return root if state else ""
+
+
+def _relayout_on_purpose(chain: tuple) -> bool:
+    """`.t().contiguous().t()`: made contiguous in the transposed layout, then transposed back. A
+    `.contiguous()` with no transpose before it (`x.contiguous().transpose(1, 2)`) fixes the other
+    layout and leaves the final transpose a plain non-contiguous view."""
+    if len(chain) < 3 or chain[-1] not in TRANSPOSING or "contiguous" not in chain[:-1]:
+        return False
+    last_contiguous = len(chain) - 2 - chain[-2::-1].index("contiguous")
+    return any(method in TRANSPOSING for method in chain[:last_contiguous])
 
 
 def receiver(call: Call) -> Optional[Value]:
