@@ -162,3 +162,42 @@ def test_test_folders_are_not_reported_but_modelzoo_launch_folders_are(tmp_path)
         (tmp_path / folder / "train.py").write_text(NPU_TRAIN)
         (tmp_path / folder / "run_8p.sh").write_text(NPU_LAUNCH.format(script="train.py"))
     assert _scan(tmp_path) == {("test/run_8p.sh", "ACL205")}
+
+
+DEMO = """
+    import torch
+    import torch.multiprocessing as mp
+
+
+    def worker(rank):
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2)).sum().backward()
+        optimizer.step()
+
+
+    if __name__ == "__main__":
+        mp.spawn(worker, nprocs=2)
+"""
+
+
+def test_a_demo_inside_a_frameworks_own_source_is_not_a_training_program(tmp_path):
+    """A tensor framework's (or torch-compat layer's) bundled examples and benchmarks exercise the
+    framework; the same script in a user's project is a training program."""
+    from acclint.cli import main
+    from click.testing import CliRunner
+
+    for package in ("src/mindtorch", "src/mindtorch/distributed"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    framework_demo = tmp_path / "src/mindtorch/distributed/examples/demo.py"
+    user_demo = tmp_path / "examples/demo.py"
+    for path in (framework_demo, user_demo):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(DEMO))
+    assert roles.enclosing_package(str(framework_demo.parent)) == "mindtorch"
+    assert roles.enclosing_package(str(user_demo.parent)) is None
+    result = CliRunner().invoke(main, ["scan", str(tmp_path), "--no-cache", "--format", "json", "--select", "ACL201"])
+    paths = {f["path"] for f in json.loads(result.output)["findings"]}
+    assert any(p.endswith("examples/demo.py") and "mindtorch" not in p for p in paths), paths
+    assert not any("mindtorch" in p for p in paths), paths

@@ -11,6 +11,8 @@ data (knowledge/training.toml, `[pytest]`, `[unittest]` and `[roles]`).
 from __future__ import annotations
 
 import fnmatch
+import os
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Optional
 
@@ -75,6 +77,25 @@ def test_nodes(facts: FileFacts) -> frozenset:
     return frozenset(nodes)
 
 
+@lru_cache(maxsize=4096)
+def top_package(folder: str) -> Optional[str]:
+    """The top-level package a folder belongs to (the last folder up with an __init__.py), or None."""
+    if not folder or not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    parent = os.path.dirname(folder)
+    return (top_package(parent) if parent != folder else None) or os.path.basename(folder)
+
+
+@lru_cache(maxsize=4096)
+def enclosing_package(folder: str) -> Optional[str]:
+    """The top-level package of the nearest package folder at or above `folder` (a framework's
+    `examples/` folder without an __init__.py still sits in the framework's source tree)."""
+    parent = os.path.dirname(folder)
+    if not folder or parent == folder:
+        return None
+    return top_package(folder) or enclosing_package(parent)
+
+
 def path_role(path: str) -> Optional[str]:
     """"test" for a file (Python or shell) under a test folder of the scanned tree, or named as pytest
     names test files (`test_*.py`, `conftest.py`), else None."""
@@ -87,10 +108,12 @@ def path_role(path: str) -> Optional[str]:
 
 
 def file_role(facts: FileFacts) -> Optional[str]:
-    """"test" or "packaging" for a file that is not training code as a whole, else None."""
+    """"test", "packaging" or "framework" for a file that is not training code as a whole, else None."""
     role = path_role(facts.path)
     if role:
         return role
+    if enclosing_package(os.path.dirname(facts.abspath)) in _training()["roles"]["framework_packages"]:
+        return "framework"
     packaging = frozenset(_training()["roles"]["packaging_calls"])
     if any(call.scope == MODULE_SCOPE and call.names & packaging for call in facts.calls):
         return "packaging"
