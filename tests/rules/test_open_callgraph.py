@@ -211,3 +211,22 @@ def test_a_class_kept_in_a_registry_does_not_order_model_construction(tmp_path):
         """,
     }, codes=("ACL108",))
     assert findings == []
+
+
+def test_a_model_looked_up_by_name_is_a_component_not_an_open_call(tmp_path):
+    """`model = models.__dict__[args.arch]()` picks an architecture: the model does not seed the run."""
+    findings = _scan(tmp_path, {"train.py": """
+        import sys
+        import torch
+        import torchvision.models as models
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            model = models.__dict__[sys.argv[1]]()
+            model.cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.ones(2)).sum().backward()
+            optimizer.step()
+    """})
+    [finding] = [f for f in findings if f.rule == "ACL201"]
+    assert finding.severity == "warning" and "Not certain" not in finding.message
