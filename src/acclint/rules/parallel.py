@@ -266,6 +266,36 @@ class MeanLossOverAccumulation(ProgramRule):
                 model = torch.nn.Linear(4, 10)
                 train(model, [], torch.optim.AdamW(model.parameters()), 4)
         """, "one label per sample, none ignored: every micro-batch mean has the same weight"),
+        Example({
+            "train.py": """
+                import torch
+                import torch.nn.functional as F
+
+                import megatron_utils
+
+
+                def train(model, loader, optimizer, accumulation_steps):
+                    for step, (images, labels) in enumerate(loader):
+                        loss = F.cross_entropy(model(images), labels)
+                        loss = loss / accumulation_steps
+                        loss.backward()
+                        if (step + 1) % accumulation_steps == 0:
+                            optimizer.step()
+
+
+                if __name__ == "__main__":
+                    model = torch.nn.Linear(4, 10)
+                    train(model, [], torch.optim.AdamW(model.parameters()), 4)
+                    megatron_utils.sentence_order_loss(torch.ones(2, 2), torch.ones(2).long())
+            """,
+            "megatron_utils.py": """
+                import torch.nn.functional as F
+
+
+                def sentence_order_loss(logits, labels):
+                    return F.cross_entropy(logits, labels, ignore_index=-1)
+            """,
+        }, "an ignore_index cross entropy elsewhere in the program is not the loss this line divides"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -274,10 +304,18 @@ class MeanLossOverAccumulation(ProgramRule):
                      if (file.abspath, division.scope) in reached and _accumulation_division(division)]
         if not divisions:
             return  # divisions are few: look for the loss (every call of the program) only when one matches
-        loss = next(((file, call) for file, call in program_calls(ctx.program) if _token_mean_loss(call)), None)
-        if loss is None:
-            return
+        # The divided loss is the token-mean loss only where the division's module computes it, or the
+        # function dividing calls the one that does (`loss = token_loss(...)`). A cross entropy elsewhere in
+        # the program (a library's branch for another model) says nothing about the loss this line divides.
+        by_file, by_scope = {}, {}
+        for file, call in program_calls(ctx.program):
+            if _token_mean_loss(call):
+                by_file.setdefault(file.abspath, (file, call))
+                by_scope.setdefault((file.abspath, call.scope), (file, call))
         for file, division in divisions:
+            loss = by_file.get(file.abspath) or _loss_called_from(ctx, file, division.scope, by_scope)
+            if loss is None:
+                continue
             ctx.report(self, file, division.node,
                        f"the mean loss of each micro-batch ({loss[1].callee} with ignore_index at "
                        f"{_where(*loss)}) is divided by {division.right.dotted}: micro-batches with fewer "
@@ -285,6 +323,15 @@ class MeanLossOverAccumulation(ProgramRule):
                        "into micro-batches and cards.",
                        fix='sum the token losses (reduction="sum") and divide by the non-ignored targets of '
                        "the whole accumulation window, all-reduced over ranks")
+
+
+def _loss_called_from(ctx: ProgramContext, file: FileFacts, scope: str, by_scope: dict):
+    """The token-mean loss computed by a function that `scope` calls, if any."""
+    for call in file.calls_in(scope):
+        target = ctx.project.local_target(file, call.callee, scope, {})
+        if target is not None and (target[0].abspath, target[1].qualname) in by_scope:
+            return by_scope[(target[0].abspath, target[1].qualname)]
+    return None
 
 
 # -- cross entropy over a padded vocabulary ----------------------------------------------------
