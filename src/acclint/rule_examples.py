@@ -24,14 +24,19 @@ def cases(rule) -> Iterator[tuple]:
 def scan_example(rule, example, folder: Path):
     """Write the example's files under `folder`, scan them with `rule` alone: ((path, line) of its
     findings, the ScanResult)."""
-    from acclint.config import Config
+    from acclint.config import Config, load_config
     from acclint.linter.engine import scan
 
     for relative, source in example.on_disk().items():
         target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(source, encoding="utf-8")
-    result = scan([folder], [rule], Config(), jobs=1, cwd=folder)
+    # An example may carry its project's `[tool.acclint]` (a rule whose behaviour depends on a setting,
+    # such as ACL711's mindspore-version); it is read as the CLI would read it.
+    pyproject = folder / "pyproject.toml"
+    config = (load_config(pyproject, explicit=False, known_codes={rule.code}) if "pyproject.toml" in example.files
+              else Config())
+    result = scan([folder], [rule], config, jobs=1, cwd=folder)
     return {(f.path, f.line) for f in result.findings if f.rule == rule.code}, result
 
 

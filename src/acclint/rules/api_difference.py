@@ -168,6 +168,19 @@ class ApiDiffersFromPytorch(Rule):
             return ops.leaky_relu(x)  # expect: ACL711
     """, "a default value (LeakyReLU slope, InstanceNorm affine, pooling stride), a parameter meaning "
          "(SyncBatchNorm momentum), a formula with other defaults (L2Normalize)"),
+        Example({
+            "model.py": """
+                from mindspore import nn
+
+                proj = nn.Dense(64, 64)  # expect: ACL711
+                head = nn.Dense(64, 10, weight_init="he_uniform")
+            """,
+            "pyproject.toml": """
+                [tool.acclint]
+                mindspore-version = "2.0"
+            """,
+        }, "an initialiser difference, with the project pinned to MindSpore 2.0 (its Dense drew weights from "
+           "N(0, 0.01)); an explicit weight_init settles it"),
     )
 
 
