@@ -11,6 +11,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterator, Optional
 
 from acclint.knowledge import table
@@ -71,6 +72,15 @@ class Program:
         if markers:
             return markers[0].node
         return 0
+
+
+@lru_cache(maxsize=4096)
+def outermost_package(folder: str) -> Optional[str]:
+    """The outermost package folder containing `folder` (__init__.py followed up), or None."""
+    if not folder or not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    parent = os.path.dirname(folder)
+    return (outermost_package(parent) if parent != folder else None) or folder
 
 
 def _training_table() -> dict:
@@ -189,7 +199,6 @@ class Project:
         self.loader = loader
         self._classes_cache: dict = {}
         self._module_cache: dict = {}
-        self._package_root_cache: dict = {}
         self._project_root_cache: dict = {}
         self._flow_cache: dict = {}  # entry abspath -> (flow, files, functions)
         self._trains_cache: dict = {}  # entry abspath -> whether it trains
@@ -256,12 +265,8 @@ class Project:
     def _package_roots(self, importer: FileFacts) -> list:
         # The folder above the outermost package containing the importer.
         start = os.path.dirname(importer.abspath)
-        if start not in self._package_root_cache:
-            folder = start
-            while os.path.isfile(os.path.join(folder, "__init__.py")):
-                folder = os.path.dirname(folder)
-            self._package_root_cache[start] = [folder]
-        return self._package_root_cache[start]
+        top = outermost_package(start)
+        return [os.path.dirname(top) if top else start]
 
     def _project_roots(self, importer: FileFacts) -> list:
         """The nearest enclosing project root and its `src/` (an installed project imports from there)."""

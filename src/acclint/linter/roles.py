@@ -18,7 +18,7 @@ from typing import Optional
 
 from acclint.knowledge import table
 from acclint.linter.facts import MODULE_SCOPE, FileFacts
-from acclint.linter.project import is_pytest_file
+from acclint.linter.project import is_pytest_file, outermost_package
 
 def _training() -> dict:
     return table("training")
@@ -78,22 +78,14 @@ def test_nodes(facts: FileFacts) -> frozenset:
 
 
 @lru_cache(maxsize=4096)
-def top_package(folder: str) -> Optional[str]:
-    """The top-level package a folder belongs to (the last folder up with an __init__.py), or None."""
-    if not folder or not os.path.isfile(os.path.join(folder, "__init__.py")):
-        return None
-    parent = os.path.dirname(folder)
-    return (top_package(parent) if parent != folder else None) or os.path.basename(folder)
-
-
-@lru_cache(maxsize=4096)
 def enclosing_package(folder: str) -> Optional[str]:
     """The top-level package of the nearest package folder at or above `folder` (a framework's
     `examples/` folder without an __init__.py still sits in the framework's source tree)."""
     parent = os.path.dirname(folder)
     if not folder or parent == folder:
         return None
-    return top_package(folder) or enclosing_package(parent)
+    top = outermost_package(folder)
+    return os.path.basename(top) if top else enclosing_package(parent)
 
 
 def path_role(path: str) -> Optional[str]:

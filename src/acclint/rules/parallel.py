@@ -248,24 +248,6 @@ class MeanLossOverAccumulation(ProgramRule):
                 model = torch.nn.Linear(4, 10)
                 train(model, [], torch.optim.AdamW(model.parameters()), 4)
         """, "summed token losses divided by the tokens of the whole update"),
-        Example.script("""
-            import torch
-            import torch.nn.functional as F
-
-
-            def train(model, loader, optimizer, accumulation_steps):
-                for step, (images, labels) in enumerate(loader):
-                    loss = F.cross_entropy(model(images), labels)
-                    loss = loss / accumulation_steps
-                    loss.backward()
-                    if (step + 1) % accumulation_steps == 0:
-                        optimizer.step()
-
-
-            if __name__ == "__main__":
-                model = torch.nn.Linear(4, 10)
-                train(model, [], torch.optim.AdamW(model.parameters()), 4)
-        """, "one label per sample, none ignored: every micro-batch mean has the same weight"),
         Example({
             "train.py": """
                 import torch
@@ -295,7 +277,8 @@ class MeanLossOverAccumulation(ProgramRule):
                 def sentence_order_loss(logits, labels):
                     return F.cross_entropy(logits, labels, ignore_index=-1)
             """,
-        }, "an ignore_index cross entropy elsewhere in the program is not the loss this line divides"),
+        }, "one label per sample, none ignored: every micro-batch mean has the same weight (an ignore_index cross "
+           "entropy elsewhere in the program is not the loss this line divides)"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:

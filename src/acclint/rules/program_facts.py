@@ -166,25 +166,27 @@ class _OpenCalls:
         head = call.callee.split(".", 1)[0]
         if (step.file.abspath, call.scope, head) in self.built:
             return True  # `runner.train()` on what `Runner.from_cfg(cfg)` built, `cls()` on what locate() gave
-        # `model = instantiate(cfg.model).to(device)`, `model = models.__dict__[arch]()`: whatever builds
-        # it, a result named for a component is a part of the run (the name is where the chain goes).
-        held = call.assigned_to or next((s.split(":", 1)[1] for s in reversed(call.sinks)
-                                         if s.startswith(("name:", "attr:"))), None)
-        if self._component(held):
-            return False
         if call.method in self.builders:
             receiver = call.callee.rsplit(".", 1)[0] if "." in call.callee else ""
-            if self._component(receiver):
+            if self._component(receiver) or self._builds_component(call):
                 return False
             return self.project.local_target(step.file, call.callee, call.scope, {}) is None
         if call.callee != "?" or call.receiver is None:
             return False
         target = call.receiver
         if target.base_call:
-            return target.base == "getattr"  # `getattr(module, name)(...)`
-        # `HANDLERS[name](...)`: open unless the dict's functions are known (a literal of references).
-        return (bool(target.chain) and target.chain[-1] == "[]" and bool(target.base)
-                and not target.base.startswith("self.") and not _holds_references(step.file, target.base))
+            dynamic = target.base == "getattr"  # `getattr(module, name)(...)`
+        else:  # `HANDLERS[name](...)`: open unless the dict's functions are known (a literal of references)
+            dynamic = (bool(target.chain) and target.chain[-1] == "[]" and bool(target.base)
+                       and not target.base.startswith("self.") and not _holds_references(step.file, target.base))
+        return dynamic and not self._builds_component(call)
+
+    def _builds_component(self, call: Call) -> bool:
+        """`model = instantiate(cfg.model).to(device)`, `model = models.__dict__[arch]()`: whatever builds
+        it, a result named for a component is a part of the run (the name is where the chain goes)."""
+        held = call.assigned_to or next((s.split(":", 1)[1] for s in reversed(call.sinks)
+                                         if s.startswith(("name:", "attr:"))), None)
+        return self._component(held)
 
     def _component(self, name: Optional[str]) -> bool:
         text = (name or "").rsplit(".", 1)[-1].lower()
