@@ -103,7 +103,52 @@ def _acl109(tmp_path):
 
 def test_a_seed_behind_a_flag_is_info_when_no_launch_script_shows_how_the_run_starts(tmp_path):
     (tmp_path / "train.py").write_text(SEED_BEHIND_FLAG)
+    (tmp_path / "README.md").write_text("# Demo\n\n```python\nimport train  # python train.py --epochs 1\n```\n")
     assert _acl109(tmp_path) == ["info"]
+
+
+def _acl109_messages(tmp_path):
+    result = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json", "--no-cache", "--select", "ACL109"])
+    return [(f["severity"], f["message"]) for f in json.loads(result.output)["findings"] if f["rule"] == "ACL109"]
+
+
+README_RUN = """\
+# Training
+
+Start it with:
+
+```console
+$ python train.py --epochs 1 \\
+    --lr 0.1
+```
+"""
+
+
+def test_a_readme_command_that_omits_the_flag_makes_the_opt_in_seed_a_warning(tmp_path):
+    (tmp_path / "train.py").write_text(SEED_BEHIND_FLAG)
+    (tmp_path / "README.md").write_text(README_RUN)
+    [(severity, message)] = _acl109_messages(tmp_path)
+    assert severity == "warning"
+    assert "README.md:6) do not pass it" in message
+
+
+def test_a_readme_command_that_passes_the_flag_runs_the_seed(tmp_path):
+    (tmp_path / "train.py").write_text(SEED_BEHIND_FLAG)
+    (tmp_path / "README.md").write_text(README_RUN.replace("--epochs 1", "--seed 7 --epochs 1"))
+    assert _acl109_messages(tmp_path) == []
+
+
+def test_a_command_in_the_projects_docs_naming_the_script_from_the_root_counts(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "train.py").write_text(SEED_BEHIND_FLAG)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "usage.md").write_text("~~~bash\naccelerate launch examples/train.py --epochs 1\n~~~\n")
+    # Another script of the same name elsewhere is not this one.
+    (tmp_path / "docs" / "other.md").write_text("```\npython other/train.py --epochs 1\n```\n")
+    [(severity, message)] = _acl109_messages(tmp_path / "examples")
+    assert severity == "warning"
+    assert "docs/usage.md:2) do not pass it" in message and "other.md" not in message
 
 
 def test_a_seed_behind_a_flag_is_a_warning_when_the_launch_script_does_not_pass_it(tmp_path):

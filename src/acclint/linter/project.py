@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Iterator, Optional
 
 from acclint.knowledge import table
+from acclint.linter.documented import Documentation
 from acclint.linter.facts import MODULE_SCOPE, Call, ClassDef, FileFacts, FunctionDef, Reference
 from acclint.linter.models import builds_weights
 
@@ -202,6 +203,8 @@ class Project:
         self._project_root_cache: dict = {}
         self._flow_cache: dict = {}  # entry abspath -> (flow, files, functions)
         self._trains_cache: dict = {}  # entry abspath -> whether it trains
+        self._documentation = Documentation()
+        self._documented_cache: dict = {}  # entry abspath -> [DocumentedLaunch]
 
     def add(self, files: list = (), shells: list = ()) -> None:
         for file in files:
@@ -414,6 +417,16 @@ class Project:
             folder = os.path.dirname(folder)
             folders.append(folder)
         return folders
+
+    def documented_launches(self, entry: FileFacts) -> list:
+        """The commands the project's Markdown shows for running `entry` (linter.documented), read
+        on demand: only a program with no launch script beside it asks how it is started."""
+        if entry.abspath not in self._documented_cache:
+            folder = os.path.dirname(entry.abspath)
+            top = (self._project_roots_of(folder) or [folder])[0]
+            self._documented_cache[entry.abspath] = self._documentation.launches(entry.abspath, top,
+                                                                                 self._launch_folders)
+        return self._documented_cache[entry.abspath]
 
     def launch_target(self, shell: ShellFacts, script: Optional[str]) -> Optional[FileFacts]:
         """The Python file a launch line runs, read from disk (as context) when the scan was not

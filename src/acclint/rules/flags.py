@@ -71,10 +71,18 @@ def _guards_by_node(facts: FileFacts) -> dict:
             for fact in group if fact.flag_guards}
 
 
+def documented_starts(ctx: ProgramContext) -> list:
+    """The documented commands (linter.documented) that start a program with no launch script
+    beside its entry; none for a program that has launch scripts, which say how it starts."""
+    return [] if ctx.program.launches else ctx.project.documented_launches(ctx.program.entry)
+
+
 def passed_by_launch(ctx: ProgramContext, guard: FlagGuard, default: Declared) -> bool:
-    """Whether a launch script of the program passes the flag (so the guarded code runs)."""
+    """Whether a launch of the program passes the flag (so the guarded code runs): a line of its
+    launch scripts, else a command its documentation shows."""
+    launches = [launch for _, launch in ctx.program.launches] or [d.launch for d in documented_starts(ctx)]
     passed = set()
-    for _, launch in ctx.program.launches:
+    for launch in launches:
         passed.update(launch.flags())
     option = default.option.lstrip("-")
     return bool({option, option.replace("_", "-"), guard.dotted.rsplit(".", 1)[1]} & passed)

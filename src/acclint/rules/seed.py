@@ -14,7 +14,8 @@ from acclint.rules.base import ProgramRule, absence, at_entry_start, where
 from acclint.rules.data_loading import loader_draws
 from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts, first_model_label
-from acclint.rules.flags import passed_by_launch, runs_only_when
+from acclint.linter.documented import display_beside
+from acclint.rules.flags import documented_starts, passed_by_launch, runs_only_when
 
 
 def _uncalled_seeders(ctx: ProgramContext, facts: ProgramFacts) -> list:
@@ -903,7 +904,8 @@ class SeedBehindOptionalFlag(ProgramRule):
         what="Reports seeding that runs only under `if args.seed is not None:` (or `if args.seed:`, or the `else` "
         "of `if args.seed is None:`) when the flag or config field defaults to None (for `if args.seed:` also "
         "0 or False), and no launch script of the program passes it. Seeding reached through a guarded call "
-        "of a helper counts too.",
+        "of a helper counts too. A program with no launch script beside its entry is taken to start as the "
+        "shell blocks of its project's Markdown (README, docs) show; with neither, the finding is info.",
         why="The script looks seeded on review, but a run started without the flag, which is how the "
         "default command and most copied commands start it, seeds nothing: initial weights, dropout masks and "
         "data order differ between the GPU and the NPU run (pytorch/examples imagenet `--seed` defaults to None).",
@@ -967,6 +969,33 @@ class SeedBehindOptionalFlag(ProgramRule):
                 """,
             },
             "a helper called behind `if args.seed:`; the launch script does not pass --seed",
+        ),
+        Example(
+            {
+                "main.py": """
+                    import argparse
+
+                    import torch
+
+                    parser = argparse.ArgumentParser()
+                    parser.add_argument("--seed", default=None, type=int)
+
+
+                    if __name__ == "__main__":
+                        args = parser.parse_args()
+                        if args.seed is not None:
+                            torch.manual_seed(args.seed)  # expect: ACL109
+                        torch.nn.Linear(4, 2)(torch.ones(4)).sum().backward()
+                """,
+                "README.md": """
+                    # ImageNet training
+
+                    ```bash
+                    python main.py -a resnet50 --lr 0.1 /data/imagenet
+                    ```
+                """,
+            },
+            "no launch script, and the command the README documents does not pass --seed",
         ),
     )
     valid = (
@@ -1033,16 +1062,27 @@ class SeedBehindOptionalFlag(ProgramRule):
             if not unseeded or passed_by_launch(ctx, guard, default):
                 continue
             names = ", ".join(sorted(labels.get(g, g) for g in unseeded))
-            # With no launch script of this run in sight, how it is started is unknown: recipes elsewhere may
-            # pass the flag. The claim stands, but as info.
-            unseen = "" if ctx.program.launches else (" No launch script of this program was found beside it; "
-                                                        "if every launch passes the flag, this does not apply.")
+            documented = documented_starts(ctx)
             ctx.report(self, first.source.step.file, first.source.step.fact.node,
                        f"{runs_only_when(first.source.what, guard, default)}: a run started without it "
-                       f"leaves {names} unseeded.{unseen}",
+                       f"leaves {names} unseeded.{_how_started(ctx, documented)}",
                        fix=(f"pass {default.option} <seed> in every launch command, or give it a default"
                             if default.is_flag else f"set {default.option} in the config, or give it a default"),
-                       severity=None if ctx.program.launches else "info")
+                       severity=None if ctx.program.launches or documented else "info")
+
+
+def _how_started(ctx: ProgramContext, documented: list) -> str:
+    """What the claim rests on when no launch script of the program is beside it."""
+    if ctx.program.launches:
+        return ""
+    if documented:
+        places = ", ".join(f"{display_beside(ctx.program.entry, d.path)}:{d.line}" for d in documented[:3])
+        more = f" and {len(documented) - 3} more" if len(documented) > 3 else ""
+        return f" The launch commands its documentation shows ({places}{more}) do not pass it."
+    # With no launch in sight, how it is started is unknown: recipes elsewhere may pass the flag.
+    # The claim stands, but as info.
+    return (" No launch script or documented command of this program was found; "
+            "if every launch passes the flag, this does not apply.")
 
 
 RULES = [UnseededPythonRandom(), PythonHashSeedUnset(), UnseededNumpy(), UnseededTorch(), DeviceSeedCurrentOnly(),
