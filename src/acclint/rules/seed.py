@@ -977,15 +977,21 @@ class SeedBehindOptionalFlag(ProgramRule):
 
                     import torch
 
-                    parser = argparse.ArgumentParser()
-                    parser.add_argument("--seed", default=None, type=int)
 
-
-                    if __name__ == "__main__":
+                    def main():
+                        parser = argparse.ArgumentParser()
+                        parser.add_argument("--seed", type=int, help="for reproducible runs")
+                        parser.add_argument("--epochs", type=int, default=90)
                         args = parser.parse_args()
                         if args.seed is not None:
                             torch.manual_seed(args.seed)  # expect: ACL109
-                        torch.nn.Linear(4, 2)(torch.ones(4)).sum().backward()
+                        model = torch.nn.Linear(4, 2)
+                        for _ in range(args.epochs):
+                            model(torch.ones(4)).sum().backward()
+
+
+                    if __name__ == "__main__":
+                        main()
                 """,
                 "README.md": """
                     # ImageNet training
