@@ -201,3 +201,64 @@ def test_a_demo_inside_a_frameworks_own_source_is_not_a_training_program(tmp_pat
     paths = {f["path"] for f in json.loads(result.output)["findings"]}
     assert any(p.endswith("examples/demo.py") and "mindtorch" not in p for p in paths), paths
     assert not any("mindtorch" in p for p in paths), paths
+
+
+KERNEL_BENCHMARK = """
+import torch
+import triton
+
+from layers import FusedHead
+
+
+def bench(mode):
+    head = FusedHead(1024, 32000)
+    x = torch.randn(8, 1024, requires_grad=True)
+    y = head(x)
+    if mode == "backward":
+        return triton.testing.do_bench(lambda: y.sum().backward(retain_graph=True))
+    return triton.testing.do_bench(lambda: head(x))
+
+
+if __name__ == "__main__":
+    print(bench("backward"))
+"""
+
+LAYERS = """
+import torch
+
+
+class FusedHead(torch.nn.Module):
+    def __init__(self, hidden, vocab):
+        super().__init__()
+        self.proj = torch.nn.Linear(hidden, vocab)
+
+    def forward(self, x):
+        return self.proj(x)
+"""
+
+
+@pytest.mark.parametrize("timer", [
+    "triton.testing.do_bench(lambda: y.sum().backward(retain_graph=True))",
+    "start.elapsed_time(end) if y.sum().backward() is None else 0",
+])
+def test_a_program_that_times_gradients_without_an_optimizer_is_a_benchmark_not_training(tmp_path, timer):
+    """Gradients of a model with no optimizer in a program that times itself are measured, not trained;
+    an optimizer step in the same program makes it training again."""
+    from acclint.cli import main
+    from click.testing import CliRunner
+
+    def acl201(source):
+        (tmp_path / "bench.py").write_text(textwrap.dedent(source))
+        (tmp_path / "layers.py").write_text(textwrap.dedent(LAYERS))
+        result = CliRunner().invoke(main, ["scan", str(tmp_path), "--no-cache", "--format", "json",
+                                           "--select", "ACL201"])
+        return [f["path"] for f in json.loads(result.output)["findings"]]
+
+    benchmark = KERNEL_BENCHMARK.replace("triton.testing.do_bench(lambda: y.sum().backward(retain_graph=True))",
+                                         timer)
+    if "elapsed_time" in timer:
+        benchmark = benchmark.replace("    y = head(x)\n", "    y = head(x)\n    start = end = torch.cuda.Event()\n")
+    assert acl201(benchmark) == []
+    trained = benchmark.replace('    print(bench("backward"))',
+                                '    print(bench("backward"))\n    torch.optim.SGD(FusedHead(4, 4).parameters()).step()')
+    assert [path.endswith("bench.py") for path in acl201(trained)] == [True]

@@ -118,9 +118,12 @@ def training_role(fact) -> Optional[str]:
 def trains(facts, builds_model=None, runs_loop=None) -> bool:
     """Whether these facts (a program's flow, or a file's top level) make a training program:
     a step or a loop (or a local class deriving from one, which `runs_loop` sees); or gradients with
-    an optimizer, or with a model that `builds_model` sees."""
-    seen, candidates = set(), []
+    an optimizer, or with a model that `builds_model` sees in a program that does not time itself."""
+    seen, candidates, timed = set(), [], False
+    models = _training_table()["models"]
+    timers, timer_methods = frozenset(models["timers"]), frozenset(models["timer_methods"])
     for fact in facts:
+        timed = timed or (isinstance(fact, Call) and (bool(fact.names & timers) or fact.method in timer_methods))
         role = training_role(fact)
         if role is None and runs_loop is not None and isinstance(fact, Call) and runs_loop(fact):
             role = "step"
@@ -132,7 +135,8 @@ def trains(facts, builds_model=None, runs_loop=None) -> bool:
                 return True
         elif builds_model is not None and isinstance(fact, Call):
             candidates.append(fact)
-    return "gradient" in seen and builds_model is not None and any(builds_model(c) for c in candidates)
+    return ("gradient" in seen and not timed and builds_model is not None
+            and any(builds_model(c) for c in candidates))
 
 
 def _is_layer(call: Call) -> bool:
