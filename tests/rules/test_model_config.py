@@ -149,6 +149,25 @@ def test_equal_values_are_info(tmp_path):
     assert "equal today" in next(iter(found.values())).message
 
 
+@pytest.mark.parametrize("own_default, severity", [("1e-5", "info"), ("1e-6", "warning")])
+def test_an_own_epsilon_parameter_is_a_warning_only_where_its_default_differs(tmp_path, own_default, severity):
+    """A block's `norm_eps` parameter that never reaches its LayerNorm changes the built model only when its
+    default differs from the layer's; with equal defaults only a caller passing another value would notice."""
+    model = f"""
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, dim, norm_eps={own_default}):
+                super().__init__()
+                self.norm = nn.LayerNorm(dim)
+                self.proj = nn.Linear(dim, dim)
+    """
+    found = _scan(tmp_path, {"model.py": model})
+    assert [f.severity for f in found.values()] == [severity]
+    assert "never reaches this layer" in next(iter(found.values())).message
+
+
 def test_epsilon_set_after_construction_and_unrelated_eps_are_not_reported(tmp_path):
     model = """
         from torch import nn

@@ -415,17 +415,20 @@ class NormEpsilonNotFromConfig(Rule):
         default = f"{norm.keyword}={_shown(norm.default)}"
         value = evidence.value
         known = number(value)
+        equal = known and number(norm.default) and abs(value - norm.default) <= 1e-9 * abs(value)
         at = f" at {evidence.where}" if evidence.where else ""
         if evidence.own:  # a parameter: what matters is that no value passed for it reaches the layer
             stated = f" (default {_shown(value)})" if known else ""
-            hint, consequence = False, "a value passed for it never reaches this layer"
+            # Equal defaults: the model as built normalises alike; only a caller passing another value
+            # would see the layer ignore it, so that is a hint.
+            hint, consequence = equal, "a value passed for it never reaches this layer"
         elif not known:  # a config class outside the project (transformers'), or a value computed
             stated = ""
             hint, consequence = True, (f"wherever the config's value is not {_shown(norm.default)}, this layer "
                                        "normalises with another epsilon than the rest of the model")
         else:
             stated = f" = {_shown(value)}"
-            hint = number(norm.default) and abs(value - norm.default) <= 1e-9 * abs(value)  # equal values
+            hint = equal
             consequence = ("equal today, but a config that sets another value (a checkpoint's config.json) is "
                            "ignored by this layer" if hint else "this layer normalises with another epsilon than "
                            "the model's")
