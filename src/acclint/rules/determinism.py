@@ -693,6 +693,33 @@ class HcclDeterministicUnset(ProgramRule):
         """, "NCCL on GPUs"),
         Example(
             {
+                "train.py": """
+                    import torch
+
+                    from devices import infer_device
+
+                    if __name__ == "__main__":
+                        torch.cuda.set_device(0)
+                        torch.distributed.init_process_group(backend="nccl")
+                        model = torch.nn.Linear(2, 1).to(infer_device())
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2)).sum().backward()
+                        optimizer.step()
+                """,
+                "devices.py": """
+                    import torch
+
+
+                    def infer_device():
+                        if hasattr(torch, "npu") and torch.npu.is_available():
+                            return "npu"
+                        return "cuda"
+                """,
+            },
+            "a library's device helper may answer npu, but the program creates its process group on NCCL",
+        ),
+        Example(
+            {
                 "examples/gpt3/train_gpt3_175b_distributed.sh": """
                     #!/bin/bash
                     export CUDA_DEVICE_MAX_CONNECTIONS=1
@@ -748,8 +775,15 @@ class HcclDeterministicUnset(ProgramRule):
         ),
     )
 
-    def _needs_hccl(self, facts: ProgramFacts) -> bool:
-        return "hccl" in facts.uses or ("npu" in facts.uses and "distributed" in facts.uses)
+    @staticmethod
+    def _needs_hccl(ctx: ProgramContext, facts: ProgramFacts) -> bool:
+        if "hccl" in facts.uses:
+            return True
+        # A process group the program creates on NCCL is a CUDA run, whatever device helpers of its
+        # libraries could return; only transfer_to_npu would turn that "nccl" into HCCL.
+        if "nccl" in facts.uses and not any(loads_transfer_to_npu(f) for f in ctx.program.files):
+            return False
+        return "npu" in facts.uses and "distributed" in facts.uses
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         if "hccl-deterministic" in facts.effects:
@@ -761,7 +795,7 @@ class HcclDeterministicUnset(ProgramRule):
             return
         npu_launch = [(launch, evidence) for shell, launch in ctx.program.launches
                       if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
-        if not self._needs_hccl(facts) and not npu_launch:
+        if not self._needs_hccl(ctx, facts) and not npu_launch:
             return
         launches = npu_launch or [(launch, None) for _, launch in ctx.program.launches]
         opt_in = facts.optional_effects.get("hccl-deterministic")

@@ -211,7 +211,7 @@ def _training_frameworks(program: Program) -> frozenset:
 
 def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
     seeders = table("seeding")["seeders"]
-    for name in call.names:
+    for name in (*call.names, *_local_class_seeders(ctx, step, call, seeders)):
         entry = seeders.get(name)
         if entry is not None:
             if _saves_state_first(step.file, call):
@@ -232,6 +232,17 @@ def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[
         covers = frozenset(table("seeding")["unseen_helpers"]["covers"])
         what = f"{unseen} (assumed to seed every generator: acclint cannot read it)"
         _record_seeding(covers, Source(step=step, what=what), opt_in, out)
+
+
+def _local_class_seeders(ctx: ProgramContext, step: Step, call: Call, seeders: dict) -> tuple:
+    """The seeding classes a project's own class derives from (`LigerORPOTrainer(ORPOTrainer)`): building
+    it runs the base's __init__, which seeds."""
+    if not call.method[:1].isupper():
+        return ()  # constructing a class, by convention
+    target = ctx.project.local_target(step.file, call.callee, call.scope, {})
+    if target is None or not isinstance(target[1], ClassDef):
+        return ()
+    return tuple(sorted(ctx.project.class_names(*target) & seeders.keys()))
 
 
 def _saves_state_first(file, call: Call) -> bool:
@@ -391,6 +402,8 @@ def _usage(step: Step, call: Call, out: ProgramFacts) -> None:
             backend = call.arg("backend", 0)
             if backend is not None and backend.value.literal in usage["hccl"]["backends"]:
                 out.uses.setdefault("hccl", step)
+            elif backend is not None and backend.value.literal in usage["hccl"]["cuda_backends"]:
+                out.uses.setdefault("nccl", step)
     for device, hints in usage["devices"].items():
         if _places_on(call, hints, usage["hccl"]["process_group_calls"]):
             out.uses.setdefault(device, step)

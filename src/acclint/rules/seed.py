@@ -379,6 +379,31 @@ class UnseededTorch(UnseededGenerator):
         ),
         Example(
             {
+                "train.py": """
+                    import torch
+                    from transformers import TrainingArguments
+
+                    from fused.trainer import FusedLossTrainer
+
+                    if __name__ == "__main__":
+                        model = torch.nn.Linear(4, 4)
+                        trainer = FusedLossTrainer(model=model, args=TrainingArguments(output_dir="out"))
+                        trainer.train()
+                """,
+                "fused/__init__.py": "",
+                "fused/trainer.py": """
+                    from trl import SFTTrainer
+
+
+                    class FusedLossTrainer(SFTTrainer):
+                        def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+                            return super().compute_loss(model, inputs, return_outputs, **kwargs)
+                """,
+            },
+            "a project's own subclass of a seeding trainer seeds when it is built (the base __init__ runs)",
+        ),
+        Example(
+            {
                 "chat.py": """
                     import torch
 
