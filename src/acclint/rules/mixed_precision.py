@@ -434,6 +434,22 @@ class AutocastCudaOnNpu(Rule):
                 loss = model(torch.randn(4, 8).cuda()).sum()
             loss.backward()
         """, "transfer_to_npu maps torch.cuda.amp and 'cuda' device types to NPU"),
+        Example.script("""
+            import torch
+            import torch_npu
+
+
+            class Rotary(torch.nn.Module):
+                def forward(self, x):
+                    with torch.autocast("cuda", enabled=False):  # the rotation stays in fp32
+                        return x.float() * 2
+
+
+            model = torch.nn.Sequential(torch.nn.Linear(8, 8), Rotary()).npu()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.randn(4, 8).npu()).sum().backward()
+            optimizer.step()
+        """, "an autocast that switches mixed precision off keeps the region in fp32 on every device"),
         Example({
             "pretrain.py": """
                 import mindspeed.megatron_adaptor  # noqa: F401  (loads transfer_to_npu)
@@ -476,6 +492,9 @@ class AutocastCudaOnNpu(Rule):
     @staticmethod
     def _findings(facts: FileFacts):
         for call in calls_named(facts, mp_names("autocasts")):
+            enabled = call.arg("enabled", None)
+            if enabled is not None and enabled.value.literal is False:
+                continue  # `autocast("cuda", enabled=False)` keeps a region in fp32 on every device
             if any(n.startswith("torch.cuda.") for n in call.names):
                 yield (call, f"`{call.callee}` only affects CUDA ops; in this NPU program the NPU ops run in fp32.",
                        "torch.autocast(device_type='npu', dtype=...)")
