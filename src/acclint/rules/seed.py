@@ -818,8 +818,9 @@ class SeedAfterModel(ProgramRule):
         what="Reports a seed call (torch or MindSpore) that runs after the first model construction in the "
         "program's execution order, following local functions and classes. A model construction draws weights: "
         "a weighted `torch.nn` / `mindspore.nn` layer (`nn.Linear`, `nn.Conv2d`, `nn.Dense`, ... also inside "
-        "`nn.Sequential`), a library factory (`torchvision.models.*`, `timm.create_model`, `from_pretrained`, "
-        "whose new heads are drawn at random), or a local Module/Cell subclass whose construction builds one. "
+        "`nn.Sequential`), a library factory (`torchvision.models.*`, `timm.create_model`, a task model's "
+        "`from_pretrained`, whose new head is drawn at random; a causal LM or generator loaded from its own checkpoint "
+        "draws nothing), or a local Module/Cell subclass whose construction builds one. "
         "Losses, activations, configs and Megatron ModuleSpec builders are not models.",
         why="The model's initial weights were drawn before the generator was seeded, so they differ between "
         "runs and between the GPU and NPU sides even though the script is 'seeded'. Parity checks start by "
@@ -870,6 +871,18 @@ class SeedAfterModel(ProgramRule):
         """, "from_pretrained draws the new classification head at random"),
     )
     valid = (
+        Example.script("""
+            import torch
+            from transformers import AutoModelForCausalLM, set_seed
+
+
+            if __name__ == "__main__":
+                model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+                set_seed(42)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+                model(**{}).loss.backward()
+                optimizer.step()
+        """, "a causal LM loaded from its own checkpoint keeps every weight: nothing is drawn before the seed"),
         Example.script("""
             import torch
             from torch import nn
