@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from acclint import cli
 from acclint.config import Config, ConfigError, load_config, rule_enabled
-from acclint.linter.maturity import MIN_JUDGED, Precision, maturity, precision_table
+from acclint.linter.maturity import MIN_JUDGED, MIN_JUDGED_NONE_RIGHT, Precision, maturity, precision_table
 from acclint.reports import render_rule_list, render_rule_page
 from acclint.rules import all_rules
 
@@ -35,6 +35,8 @@ def _figures(right, judged):
     ("preview", _figures(10, 10), "stable"),                 # 100% over 10 judged: earned stable
     ("stable", _figures(9, 10), "stable"),                   # exactly 90% is enough
     ("stable", _figures(1, MIN_JUDGED - 1), "stable"),       # too few judged to overrule
+    ("stable", _figures(0, MIN_JUDGED_NONE_RIGHT), "preview"),  # ... unless none of them was right
+    ("stable", _figures(0, MIN_JUDGED_NONE_RIGHT - 1), "stable"),
 ])
 def test_measured_precision_overrules_the_declaration(declared, figures, expected):
     rule = type("R", (type(BENCHMARK),), {"maturity": declared})()

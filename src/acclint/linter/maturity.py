@@ -4,8 +4,8 @@ A rule declares its maturity (new rules start as preview). The judged corpus
 (benchmarks/precision/) then decides: its measured figures live in knowledge/rule_precision.toml,
 written by benchmarks/precision/measure.py. A warning or error rule with at least
 `MIN_JUDGED` judged findings is preview while under `STABLE_PRECISION` and stable once at or
-above it, whatever it declared. Too few judged findings leave the declaration as it is: a
-precision measured on three warnings says little.
+above it, whatever it declared. Fewer judged findings leave the declaration as it is (a precision
+measured on three warnings says little), unless none of at least `MIN_JUDGED_NONE_RIGHT` was right.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ PREVIEW = "preview"
 MATURITIES = (STABLE, PREVIEW)
 STABLE_PRECISION = 0.9
 MIN_JUDGED = 5
+# Fewer findings than MIN_JUDGED say little about a precision between 0 and 1, but none right out of
+# three already does: a rule at 90% would give that with odds of one in a thousand.
+MIN_JUDGED_NONE_RIGHT = 3
 # Info findings are hints, not claims a user must act on; the precision bar is for the rest.
 JUDGED_SEVERITIES = ("error", "warning")
 
@@ -64,8 +67,10 @@ def maturity(rule, table: Optional[dict] = None) -> str:
     `table`: code -> Precision; the packaged measurements when None."""
     declared = getattr(rule, "maturity", STABLE)
     figures = (precision_table() if table is None else table).get(rule.code)
-    if rule.severity not in JUDGED_SEVERITIES or figures is None or figures.judged < MIN_JUDGED:
+    if rule.severity not in JUDGED_SEVERITIES or figures is None:
         return declared
+    if figures.judged < MIN_JUDGED:
+        return PREVIEW if figures.judged >= MIN_JUDGED_NONE_RIGHT and not figures.right else declared
     return STABLE if figures.ratio >= STABLE_PRECISION else PREVIEW
 
 
