@@ -138,6 +138,13 @@ def test_a_readme_command_that_passes_the_flag_runs_the_seed(tmp_path):
     assert _acl109_messages(tmp_path) == []
 
 
+def test_placeholders_in_a_documented_command_are_arguments_not_redirections(tmp_path):
+    (tmp_path / "train.py").write_text(SEED_BEHIND_FLAG)
+    (tmp_path / "README.md").write_text(
+        "```bash\naccelerate launch train.py \\\n  --cache_dir <CACHE_DIR> \\\n  --seed 42\n```\n")
+    assert _acl109_messages(tmp_path) == []
+
+
 def test_a_command_in_the_projects_docs_naming_the_script_from_the_root_counts(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (tmp_path / "examples").mkdir()

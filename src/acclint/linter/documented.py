@@ -21,6 +21,9 @@ from acclint.linter.shell.reader import read_shell_script
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*([\w+.-]*)")
 _SHELL_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "bash-session"})
 _PROMPT = re.compile(r"^(\s*)\$ ")  # `$ python train.py` in a console block
+# `--cache_dir <CACHE_DIR>`: a placeholder for the reader to fill in, not a shell redirection (which
+# would cut the argument list there).
+_PLACEHOLDER = re.compile(r"<([A-Za-z_][\w./-]*)>")
 # Bounds: documentation is context, never worth minutes or memory on a huge repository.
 _MAX_MARKDOWN_BYTES = 1_000_000
 _MAX_MARKDOWN_FILES = 5_000
@@ -111,7 +114,7 @@ def _shell_blocks(path: str) -> list:
                 blocks.append(_Block(path, start, "\n".join(lines) + "\n"))
             fence = None
         else:
-            lines.append(_PROMPT.sub(r"\1", line))
+            lines.append(_PLACEHOLDER.sub(r"\1", _PROMPT.sub(r"\1", line)))
     return blocks
 
 
