@@ -79,7 +79,8 @@ class FlagGuard:
     The `else` of `if x is None:` / `if not x:` carries the same guard as the body of the opposite test."""
 
     dotted: str
-    form: str  # "not-none" | "truthy"
+    form: str  # "not-none" | "truthy" | "equals" | "differs" (`if args.use_ascend == "True":` and its else)
+    value: Optional[str] = None  # the literal compared with, for "equals" / "differs"
 
 
 @dataclass(slots=True)

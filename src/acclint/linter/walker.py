@@ -217,6 +217,18 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
     return bool(names and strings)
 
 
+def _compared_literal(node: cst.BaseExpression) -> Optional[str]:
+    """`"True"`, `1`, `True` as a launch flag would spell them; None for anything else."""
+    if isinstance(node, cst.SimpleString):
+        value = literal(node)
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.Integer):
+        return node.value
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value
+    return None
+
+
 def _flag_guards(test: cst.BaseExpression) -> tuple:
     """(flag guards of the body, of the else branch) for a test on a plain name."""
     kind = type(test)
@@ -235,6 +247,10 @@ def _flag_guards(test: cst.BaseExpression) -> tuple:
                 return guard, ()
             if isinstance(target.operator, (cst.Is, cst.Equal)):
                 return (), guard
+        compared = _compared_literal(target.comparator)
+        if dotted and compared is not None and isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            equals, differs = (F.FlagGuard(dotted, "equals", compared),), (F.FlagGuard(dotted, "differs", compared),)
+            return (equals, differs) if isinstance(target.operator, cst.Equal) else (differs, equals)
         return (), ()
     if kind is cst.BooleanOperation and isinstance(test.operator, cst.And):
         left, right = _flag_guards(test.left), _flag_guards(test.right)

@@ -493,6 +493,29 @@ class CublasWorkspaceMissing(ProgramRule):
                                   code='os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")', imports=("os",))))
 
 
+# A MindSpore pretraining script that picks its collective back end from a string flag.
+_DUAL_BACKEND_PRETRAIN = """
+    import argparse
+
+    import mindspore
+    from mindspore import nn
+    from mindspore.communication import init
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--use_ascend", default="False", type=str)
+        parser.add_argument("--epochs", default=1, type=int)
+        args = parser.parse_args()
+        if args.use_ascend == "True":
+            init()
+        else:
+            init("nccl")
+        net = nn.Dense(3, 1)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params()))
+        step(mindspore.ops.ones((2, 3)), mindspore.ops.ones((2, 1)))
+"""
+
+
 class HcclDeterministicUnset(ProgramRule):
     code = "ACL205"
     name = "hccl-deterministic-unset"
@@ -654,6 +677,16 @@ class HcclDeterministicUnset(ProgramRule):
             "one process per card started in a RANK_ID loop (nohup taskset ... python3 main.py &), "
             "the script in the folder above the launch script",
         ),
+        Example(
+            {
+                "run_pretrain.py": _DUAL_BACKEND_PRETRAIN,
+                "run_npu.sh": """
+                    #!/bin/bash
+                    mpirun -n 8 python run_pretrain.py --use_ascend True --epochs 15  # expect: ACL205
+                """,
+            },
+            "the same script launched with --use_ascend True takes the HCCL branch",
+        ),
     )
     valid = (
         Example.script("""
@@ -717,6 +750,16 @@ class HcclDeterministicUnset(ProgramRule):
                 """,
             },
             "a library's device helper may answer npu, but the program creates its process group on NCCL",
+        ),
+        Example(
+            {
+                "run_pretrain.py": _DUAL_BACKEND_PRETRAIN,
+                "run_gpu.sh": """
+                    #!/bin/bash
+                    mpirun -n 8 python run_pretrain.py --use_ascend False --epochs 15
+                """,
+            },
+            "the launch passes --use_ascend False: the run takes the init('nccl') branch, not HCCL",
         ),
         Example(
             {

@@ -88,6 +88,26 @@ def passed_by_launch(ctx: ProgramContext, guard: FlagGuard, default: Declared) -
     return bool({option, option.replace("_", "-"), guard.dotted.rsplit(".", 1)[1]} & passed)
 
 
+# Words a launch passes to say no (`--use_ascend False`).
+_NO_WORDS = frozenset({"false", "0", "no", "none", "off"})
+
+
+def launch_contradicts(guards: tuple, launch) -> bool:
+    """Whether `launch` passes a flag whose value makes one of `guards` false, so the code under it does
+    not run in that launch: `--use_ascend False` for `if args.use_ascend == "True":` or `if args.use_ascend:`."""
+    passed = launch.flags()
+    for guard in guards:
+        key = guard.dotted.rsplit(".", 1)[-1]
+        value = next((passed[k].value for k in (key, key.replace("_", "-")) if k in passed), None)
+        if value is None:
+            continue
+        value = value.strip("'\"")
+        if (guard.form == "equals" and value != guard.value) or (guard.form == "differs" and value == guard.value) \
+                or (guard.form == "truthy" and value.lower() in _NO_WORDS):
+            return True
+    return False
+
+
 def opt_in_guard(ctx: ProgramContext, guards: tuple) -> Optional[tuple]:
     """(guard, declaration) of the first guard off by default: code under it does not run in a launch
     that does not pass the flag (whether a launch passes it is asked per run: `passed_by_launch`)."""
@@ -102,8 +122,8 @@ def runs_only_when(what: str, guard: FlagGuard, default: Declared) -> str:
 
 
 def _off(default: object, form: str) -> bool:
-    if default is NOT_LITERAL:
-        return False
+    if default is NOT_LITERAL or form not in ("not-none", "truthy"):
+        return False  # `== "npu"` picks a branch: neither side is an opt-in
     if form == "not-none":
         return default is None
     return default is None or default is False or default == 0 or default == ""

@@ -13,7 +13,7 @@ from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWr
 from acclint.linter.models import builds_weights
 from acclint.linter.frameworks import file_frameworks
 from acclint.linter.project import Program, Step, is_training_marker
-from acclint.rules.flags import OffByDefault, opt_in_guard, passed_by_launch
+from acclint.rules.flags import OffByDefault, launch_contradicts, opt_in_guard, passed_by_launch
 from acclint.rules.memo import per_flow, per_program
 
 
@@ -60,6 +60,8 @@ class ProgramFacts:
     effects: dict = field(default_factory=dict)  # effect -> Source
     effects_off: dict = field(default_factory=dict)  # effect -> Source that switches it off
     uses: dict = field(default_factory=dict)  # usage -> Step showing it
+    # usage -> the flag guards of each place showing it (one tuple per place; () = unconditional)
+    use_guards: dict = field(default_factory=dict)
     imports: set = field(default_factory=set)  # top-level packages imported by reached files
     # The tensor frameworks it trains with: those its entry script and the files holding its training
     # steps import (a MindSpore script that reaches a library written against torch trains with MindSpore).
@@ -86,6 +88,10 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
     out = replace(flow, seeded=dict(flow.seeded), effects=dict(flow.effects), effects_off=dict(flow.effects_off),
                   uses=dict(flow.uses), imports=set(flow.imports), optional_seeds=list(flow.optional_seeds),
                   always_seeded=set(flow.always_seeded), optional_effects=dict(flow.optional_effects))
+    launches = [launch for _, launch in ctx.program.launches]
+    for name, places in flow.use_guards.items():  # a branch every launch of this run switches off
+        if launches and all(launch_contradicts(guards, launch) for guards in places for launch in launches):
+            del out.uses[name]
     seeding = table("seeding")
     for effect, opt_in in flow.optional_effects.items():  # opted in by this run's launch: on after all
         if passed_by_launch(ctx, opt_in.guard, opt_in.default):
@@ -124,7 +130,7 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
             caller_guards[step.depth] = guards
             _seeding_call(ctx, step, fact, opt_in, out)
             _record_setting(step, opt_in, out)
-            _usage(step, fact, out)
+            _usage(step, fact, out, guards)
             models.see(step, fact)
             open_calls.see(step, fact)
         elif isinstance(fact, Assignment):
@@ -379,34 +385,45 @@ def global_draw(name: str) -> Optional[str]:
     return None
 
 
-def _usage(step: Step, call: Call, out: ProgramFacts) -> None:
+def _usage(step: Step, call: Call, out: ProgramFacts, guards: tuple = ()) -> None:
+    for name in _uses_of(call):
+        out.uses.setdefault(name, step)
+        out.use_guards.setdefault(name, []).append(guards)
+
+
+def _uses_of(call: Call) -> set:
+    """What this call shows the program uses (usage.toml)."""
     usage = table("usage")
+    seen = set()
     for name in call.names:
         generator = global_draw(name)
         if generator is not None:
-            out.uses.setdefault(generator, step)
+            seen.add(generator)
         if name in usage["cudnn_layers"] or any(name.startswith(p) for p in usage["cudnn_layers"] if p.endswith(".")):
-            out.uses.setdefault("cudnn-layers", step)
+            seen.add("cudnn-layers")
         if name in usage["dataloaders"]:
-            out.uses.setdefault("dataloader", step)
+            seen.add("dataloader")
         if name in usage["dropouts"]:
-            out.uses.setdefault("dropout", step)
+            seen.add("dropout")
         if name in usage["hccl"]["mindspore_init"]:
             hccl = usage["hccl"]
             where = hccl["mindspore_init_backend"]
             backend = call.arg(where["keyword"], where["position"])
             if backend is None or backend.value.literal not in hccl["mindspore_other_backends"]:
-                out.uses.setdefault("hccl", step)
+                seen.add("hccl")
+            elif backend.value.literal in hccl["cuda_backends"]:
+                seen.add("nccl")
         if name in usage["hccl"]["process_group_calls"]:
-            out.uses.setdefault("distributed", step)
+            seen.add("distributed")
             backend = call.arg("backend", 0)
             if backend is not None and backend.value.literal in usage["hccl"]["backends"]:
-                out.uses.setdefault("hccl", step)
+                seen.add("hccl")
             elif backend is not None and backend.value.literal in usage["hccl"]["cuda_backends"]:
-                out.uses.setdefault("nccl", step)
+                seen.add("nccl")
     for device, hints in usage["devices"].items():
         if _places_on(call, hints, usage["hccl"]["process_group_calls"]):
-            out.uses.setdefault(device, step)
+            seen.add(device)
+    return seen
 
 
 def _places_on(call: Call, hints: dict, process_group_calls: list) -> bool:
