@@ -185,7 +185,7 @@ def test_folder_of_bad_inputs(world_dir, self_loop):
     root.mkdir()
     build_bad_folder(root, self_loop=self_loop)
 
-    proc = run_acclint_unprivileged(["scan", "project", "--format", "json", "--jobs", "1"], cwd=world_dir)
+    proc = run_acclint_unprivileged(["scan", "project", "--format", "json", "--jobs", "1", "--preview"], cwd=world_dir)
     assert_no_traceback(proc)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
@@ -264,7 +264,7 @@ def test_shell_script_with_syntax_errors_is_scanned(tmp_path):
     (tmp_path / "launch.sh").write_text(
         '#!/bin/bash\nset -e\nexport PYTHONHASHSEED=0\nif [ -z "$A" ; then\n  echo "open quote\n'
         'for x in $(seq 1 ; do\n  python train.py --lr $((1 +\ndone\n}}}\n', encoding="utf-8")
-    proc = run_acclint(["scan", ".", "--format", "json"], cwd=tmp_path)
+    proc = run_acclint(["scan", ".", "--format", "json", "--preview"], cwd=tmp_path)
     assert_no_traceback(proc)
     assert proc.returncode == 1
     report = json.loads(proc.stdout)

@@ -68,12 +68,20 @@ def _entries(cache_root: Path) -> list:
     return sorted(p for p in cache_root.rglob("*") if p.is_file() and p.parent.parent.parent == cache_root)
 
 
+# Preview rules on: the probe is ACL202 (cudnn.benchmark), and whether it runs by default is measured data.
+CONFIG = Config(preview=True)
+
+
+def _default_rules() -> list:
+    """The rules `acclint scan --preview` runs."""
+    return [rule for rule in all_rules() if rule_enabled(CONFIG, rule.code, rule.category, is_preview(rule))]
+
+
 def _engine_scan(root: Path, cache_root: Path):
-    """The engine as a default `acclint scan` runs it: the stable rules (the cache is keyed by them)."""
-    config = Config()
-    rules = [rule for rule in all_rules() if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
-    cache = Cache(cache_root, rules, config)
-    return scan([root], rules, config, jobs=1, cwd=root, cache=cache), cache
+    """The engine as `acclint scan --preview` runs it (the cache is keyed by its rules)."""
+    rules = _default_rules()
+    cache = Cache(cache_root, rules, CONFIG)
+    return scan([root], rules, CONFIG, jobs=1, cwd=root, cache=cache), cache
 
 
 def test_cache_is_written_next_to_pyproject_and_ignored_by_git(tmp_path, monkeypatch):
@@ -100,7 +108,7 @@ def test_warm_scan_reads_every_file_from_the_cache_and_reports_the_same(tmp_path
     warm, cache = _engine_scan(root, tmp_path / "cache")
     assert (cache.hits, cache.misses) == (2, 0)
     assert warm.findings == cold.findings and warm.findings
-    uncached = scan([root], all_rules(), Config(), jobs=1, cwd=root)
+    uncached = scan([root], _default_rules(), CONFIG, jobs=1, cwd=root)
     assert warm.findings == uncached.findings
 
 
@@ -185,7 +193,7 @@ def test_two_scans_at_once_do_not_corrupt_the_cache(tmp_path):
     root = _project(tmp_path)
     for index in range(30):  # enough files that the two writers overlap
         (root / f"mod{index}.py").write_text(f"import torch\nX{index} = torch.ones({index})\n", encoding="utf-8")
-    command = [sys.executable, "-m", "acclint", "scan", ".", "--format", "json", "--jobs", "1"]
+    command = [sys.executable, "-m", "acclint", "scan", ".", "--format", "json", "--jobs", "1", "--preview"]
     env = subprocess_env()
     expected = subprocess.run([*command, "--no-cache"], cwd=root, capture_output=True, text=True, env=env).stdout
     assert json.loads(expected)["files_scanned"] == 32

@@ -120,10 +120,15 @@ def pre_commit_home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
+# The probe is ACL202 (cudnn.benchmark = True); whether it runs by default is measured data
+# (tests/test_maturity.py), so the projects turn preview rules on.
+PREVIEW_ON = "[tool.acclint]\npreview = true\n"
+
+
 def _project(path: Path, files: dict[str, str]) -> Path:
     path.mkdir()
     _init_repo(path)
-    for name, source in files.items():
+    for name, source in {"pyproject.toml": PREVIEW_ON, **files}.items():
         (path / name).write_text(source, encoding="utf-8")
     _git("add", "-A", cwd=path)
     return path
@@ -224,8 +229,7 @@ def test_hook_on_a_staged_helper_reports_its_explicit_setting(tmp_path, hook_rep
 
 def test_hook_runs_with_the_cache_on(tmp_path, hook_repo, pre_commit_home):
     """The hook writes and reuses `.acclint_cache/` at the project root, which git ignores."""
-    project = _project(tmp_path / "cached", {"pyproject.toml": "[tool.acclint]\n", "train.py": BAD_TRAIN_SCRIPT,
-                                              "stats.py": CLEAN_MODULE})
+    project = _project(tmp_path / "cached", {"train.py": BAD_TRAIN_SCRIPT, "stats.py": CLEAN_MODULE})
     first = _try_repo(project, hook_repo, pre_commit_home)
     cache = project / ".acclint_cache"
     entries = [p for p in cache.rglob("*") if p.is_file() and p.parent.parent.parent == cache]

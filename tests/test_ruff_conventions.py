@@ -53,11 +53,16 @@ UNSEEDED = {"ACL101", "ACL103", "ACL104"}
 LEFT_UNSEEDED = {"ACL103", "ACL104"}  # what seed_all leaves
 
 
+# The probe is ACL202 (cudnn.benchmark = True); whether it runs by default is measured data
+# (tests/test_maturity.py), so the project turns preview rules on.
+PREVIEW_ON = "[tool.acclint]\npreview = true\n"
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     root = tmp_path / "proj"
     root.mkdir()
-    (root / "pyproject.toml").write_text("# no [tool.acclint]\n", encoding="utf-8")
+    (root / "pyproject.toml").write_text(PREVIEW_ON, encoding="utf-8")
     monkeypatch.chdir(root)
     return root
 
@@ -70,7 +75,7 @@ def write(root: Path, relative: str, text: str) -> Path:
 
 
 def set_config(root: Path, body: str) -> None:
-    (root / "pyproject.toml").write_text("[tool.acclint]\n" + body, encoding="utf-8")
+    (root / "pyproject.toml").write_text(PREVIEW_ON + body, encoding="utf-8")
 
 
 def invoke(*args, input=None, env=None):
@@ -220,8 +225,9 @@ def test_extend_exclude_on_the_command_line_and_in_config(project):
 
 
 def test_show_settings_prints_the_resolved_configuration_as_toml(project):
-    set_config(project, 'select = ["seed"]\nignore = ["ACL102"]\nexclude = ["gen"]\nextend-exclude = ["old"]\n'
-                        'fail-on = "error"\n[tool.acclint.per-file-ignores]\n"tools/*" = ["ACL101"]\n')
+    (project / "pyproject.toml").write_text(  # preview left at its default (off) here
+        '[tool.acclint]\nselect = ["seed"]\nignore = ["ACL102"]\nexclude = ["gen"]\nextend-exclude = ["old"]\n'
+        'fail-on = "error"\n[tool.acclint.per-file-ignores]\n"tools/*" = ["ACL101"]\n', encoding="utf-8")
     result = invoke("scan", "missing_dir", "--show-settings", "--extend-select", "ACL202", "--exit-zero",
                     "--output-format", "json", "--no-respect-gitignore")
     assert result.exit_code == 0, result.output  # nothing is scanned: the missing path is no error here
