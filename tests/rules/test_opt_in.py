@@ -162,3 +162,12 @@ def test_a_seed_behind_a_flag_is_a_warning_when_the_launch_script_does_not_pass_
     (tmp_path / "train.py").write_text(SEED_BEHIND_FLAG)
     (tmp_path / "run.sh").write_text("#!/bin/bash\npython train.py --epochs 1\n")
     assert _acl109(tmp_path) == ["warning"]
+
+
+def test_a_markdown_file_over_the_size_limit_is_not_read(tmp_path, monkeypatch):
+    from acclint.linter import documented
+
+    (tmp_path / "train.py").write_text(SEED_BEHIND_FLAG)
+    (tmp_path / "README.md").write_text(README_RUN)
+    monkeypatch.setattr(documented, "_MAX_MARKDOWN_BYTES", len(README_RUN) - 1)
+    assert [severity for severity, _ in _acl109_messages(tmp_path)] == ["info"]  # as with no README at all

@@ -27,6 +27,7 @@ _PLACEHOLDER = re.compile(r"<([A-Za-z_][\w./-]*)>")
 # Bounds: documentation is context, never worth minutes or memory on a huge repository.
 _MAX_MARKDOWN_BYTES = 1_000_000
 _MAX_MARKDOWN_FILES = 5_000
+_MAX_TOTAL_BYTES = 20_000_000  # per project folder, whatever the files' sizes
 _SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "__pycache__"})
 
 
@@ -67,7 +68,13 @@ class Documentation:
 
     def _blocks_under(self, top: str) -> list:
         if top not in self._blocks:
-            self._blocks[top] = [block for path in _markdown_files(top) for block in _shell_blocks(path)]
+            blocks, budget = [], _MAX_TOTAL_BYTES
+            for path in _markdown_files(top):
+                text = _read(path, budget)
+                if text is not None:
+                    budget -= len(text)
+                    blocks.extend(_shell_blocks(path, text))
+            self._blocks[top] = blocks
         return self._blocks[top]
 
     def _parse(self, block: _Block) -> list:
@@ -99,10 +106,7 @@ def _markdown_files(top: str) -> list:
     return found
 
 
-def _shell_blocks(path: str) -> list:
-    text = _read(path)
-    if text is None:
-        return []
+def _shell_blocks(path: str, text: str) -> list:
     blocks, fence, start, lines = [], None, 0, []
     for number, line in enumerate(text.splitlines(), 1):
         match = _FENCE.match(line)
@@ -118,9 +122,10 @@ def _shell_blocks(path: str) -> list:
     return blocks
 
 
-def _read(path: str) -> Optional[str]:
+def _read(path: str, budget: int) -> Optional[str]:
+    """The file's text; None when it is over the per-file limit or the folder's remaining budget."""
     try:
-        if os.path.getsize(path) > _MAX_MARKDOWN_BYTES:
+        if os.path.getsize(path) > min(_MAX_MARKDOWN_BYTES, budget):
             return None
         with open(path, encoding="utf-8", errors="replace") as handle:
             return handle.read()
