@@ -61,8 +61,9 @@ class Documentation:
         for block in self._blocks_under(top):
             if name not in block.text:
                 continue
+            folders = folders_of(block.path)
             for launch in self._parse(block):
-                if _runs(launch, entry, folders_of(block.path)):
+                if _runs(launch, entry, folders):
                     found.append(DocumentedLaunch(block.path, block.first_line + launch.span.line - 1, launch))
         return found
 

@@ -38,3 +38,9 @@ def loads_transfer_to_npu(facts: FileFacts) -> bool:
     if any(name in modules for targets in facts.bindings.values() for name in targets):
         return True
     return any(imp.module in modules or f"{imp.module}.{imp.name}" in modules for imp in facts.imports)
+
+
+def program_loads_transfer_to_npu(files) -> bool:
+    """Some file of the program loads transfer_to_npu: its "cuda" calls, autocasts and NCCL groups go to
+    the NPU, so whether a "cuda" written in code is wrong on NPU depends on the whole program."""
+    return any(loads_transfer_to_npu(f) for f in files)

@@ -120,8 +120,7 @@ def trains(facts, builds_model=None, runs_loop=None) -> bool:
     a step or a loop (or a local class deriving from one, which `runs_loop` sees); or gradients with
     an optimizer, or with a model that `builds_model` sees in a program that does not time itself."""
     seen, candidates, timed = set(), [], False
-    models = _training_table()["models"]
-    timers, timer_methods = frozenset(models["timers"]), frozenset(models["timer_methods"])
+    timers, timer_methods = _timers()
     for fact in facts:
         timed = timed or (isinstance(fact, Call) and (bool(fact.names & timers) or fact.method in timer_methods))
         role = training_role(fact)
@@ -137,6 +136,13 @@ def trains(facts, builds_model=None, runs_loop=None) -> bool:
             candidates.append(fact)
     return ("gradient" in seen and not timed and builds_model is not None
             and any(builds_model(c) for c in candidates))
+
+
+@lru_cache(maxsize=1)
+def _timers() -> tuple:
+    """(qualified names, method names) of the calls that time a region (training.toml [models])."""
+    models = _training_table()["models"]
+    return frozenset(models["timers"]), frozenset(models["timer_methods"])
 
 
 def _is_layer(call: Call) -> bool:
@@ -512,9 +518,13 @@ class Project:
         return bool(self._local_class_bases(program, call) & frozenset(_training_table()["loops"]))
 
     def _local_class_bases(self, program: Program, call: Call) -> frozenset:
-        """Qualified names of the bases of the local class that `call` constructs, transitively."""
         file = program.file_of(call)
-        target = self.local_target(file, call.callee, call.scope, {}) if file is not None else None
+        return self.constructed_class_names(file, call) if file is not None else frozenset()
+
+    def constructed_class_names(self, file: FileFacts, call: Call) -> frozenset:
+        """Qualified names of the local class that `call` (written in `file`) constructs and of its
+        bases, transitively; empty when it constructs no local class."""
+        target = self.local_target(file, call.callee, call.scope, {})
         if target is None or not isinstance(target[1], ClassDef):
             return frozenset()
         return self.class_names(*target)

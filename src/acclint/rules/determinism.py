@@ -7,7 +7,7 @@ from typing import Optional
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, ReplaceValue, SetArgument, safe_fix, unsafe_fix
-from acclint.linter.frameworks import loads_transfer_to_npu
+from acclint.linter.frameworks import program_loads_transfer_to_npu
 from acclint.linter.project import launch_trains
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
@@ -387,7 +387,7 @@ class CudnnDeterministicUnset(ExplicitRule, ProgramRule):
         layer = facts.uses.get("cudnn-layers")
         if layer is None or "cuda" not in facts.uses:
             return
-        if any(loads_transfer_to_npu(f) for f in ctx.program.files):
+        if program_loads_transfer_to_npu(ctx.program.files):
             return  # transfer_to_npu (or MindSpeed's adaptor) sends the "cuda" calls to the NPU: no cuDNN runs
         if "cudnn-deterministic" in facts.effects or "deterministic-algorithms" in facts.effects:
             return
@@ -824,7 +824,7 @@ class HcclDeterministicUnset(ProgramRule):
             return True
         # A process group the program creates on NCCL is a CUDA run, whatever device helpers of its
         # libraries could return; only transfer_to_npu would turn that "nccl" into HCCL.
-        if "nccl" in facts.uses and not any(loads_transfer_to_npu(f) for f in ctx.program.files):
+        if "nccl" in facts.uses and not program_loads_transfer_to_npu(ctx.program.files):
             return False
         return "npu" in facts.uses and "distributed" in facts.uses
 

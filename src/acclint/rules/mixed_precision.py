@@ -10,7 +10,7 @@ from typing import Optional
 from acclint.knowledge import table
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
-from acclint.linter.frameworks import loads_transfer_to_npu
+from acclint.linter.frameworks import program_loads_transfer_to_npu
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.base import report_written
 from acclint.rules.flow import calls_named, calls_with_method, mentions_any, receiver, value_of
@@ -360,7 +360,7 @@ def runs_on_npu_untranslated(files: list) -> bool:
     """A program (its files) that uses torch_npu and leaves "cuda" device types as they are. transfer_to_npu
     rewrites them (autocast included) and makes torch.cuda.is_available() report NPUs, so whether a
     "cuda" written in code is wrong on NPU depends on the whole program."""
-    return not any(loads_transfer_to_npu(f) for f in files) and any(_npu_file(f) for f in files)
+    return not program_loads_transfer_to_npu(files) and any(_npu_file(f) for f in files)
 
 
 def _cuda_only(mentions: frozenset) -> bool:

@@ -47,9 +47,14 @@ def _builds_batch_norm(call: Call) -> bool:
     return bool(call.names & frozenset(bn["layers"])) or any(_bn_builders().fullmatch(n) for n in call.names)
 
 
+def _named_or_method(call: Call, names: list, methods: list) -> bool:
+    """The call is one of `names` (qualified) or a method call named one of `methods`."""
+    return bool(call.names & frozenset(names)) or call.method in methods
+
+
 def _syncs_batch_norm(call: Call) -> bool:
     bn = _table()["batch_norm"]
-    return bool(call.names & frozenset(bn["sync"])) or call.method in bn["sync_methods"]
+    return _named_or_method(call, bn["sync"], bn["sync_methods"])
 
 
 class BatchNormWithoutSync(ProgramRule):
@@ -343,7 +348,7 @@ def _names_padding(file: FileFacts) -> bool:
 
 def _vocabulary_loss(call: Call) -> bool:
     ce = _table()["cross_entropy"]
-    return bool(call.names & frozenset(ce["calls"])) or call.method in ce["vocab_parallel_methods"]
+    return _named_or_method(call, ce["calls"], ce["vocab_parallel_methods"])
 
 
 class PaddedVocabularyCrossEntropy(ProgramRule):

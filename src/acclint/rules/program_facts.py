@@ -9,7 +9,7 @@ from typing import Optional
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
-from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, ClassDef, EnvWrite, FlagGuard
+from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, EnvWrite, FlagGuard
 from acclint.linter.models import builds_weights
 from acclint.linter.frameworks import file_frameworks
 from acclint.linter.project import Program, Step, is_training_marker
@@ -245,10 +245,7 @@ def _local_class_seeders(ctx: ProgramContext, step: Step, call: Call, seeders: d
     it runs the base's __init__, which seeds."""
     if not call.method[:1].isupper():
         return ()  # constructing a class, by convention
-    target = ctx.project.local_target(step.file, call.callee, call.scope, {})
-    if target is None or not isinstance(target[1], ClassDef):
-        return ()
-    return tuple(sorted(ctx.project.class_names(*target) & seeders.keys()))
+    return tuple(sorted(ctx.project.constructed_class_names(step.file, call) & seeders.keys()))
 
 
 def _saves_state_first(file, call: Call) -> bool:
@@ -472,10 +469,7 @@ class _ModelFinder:
         names = call.names
         if builds_weights(names):
             return "weights"
-        target = self.ctx.project.local_target(step.file, call.callee, call.scope, {})
-        if target is None or not isinstance(target[1], ClassDef):
-            return None
-        bases = self.ctx.project.class_names(target[0], target[1])
+        bases = self.ctx.project.constructed_class_names(step.file, call)
         if bases & self.weighted_bases:
             return "weights"
         return "module" if bases & self.bases else None
