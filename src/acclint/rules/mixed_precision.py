@@ -53,12 +53,17 @@ def _autocast_device(facts: FileFacts, call: Call) -> Optional[str]:
     return text.split(":")[0] if text else None
 
 
-def _fp16_autocasts(facts: FileFacts) -> list:
-    found = []
+def _enabled_autocasts(facts: FileFacts):
+    """Autocast calls of the file, less those a literal `enabled=False` switches off (a region kept in fp32)."""
     for call in calls_named(facts, mp_names("autocasts")):
         enabled = call.arg("enabled")
-        if enabled is not None and enabled.value.literal is False:
-            continue
+        if enabled is None or enabled.value.literal is not False:
+            yield call
+
+
+def _fp16_autocasts(facts: FileFacts) -> list:
+    found = []
+    for call in _enabled_autocasts(facts):
         dtype = call.arg("dtype")
         if dtype is not None:
             if _is_fp16(value_of(facts, dtype.value, call)):
@@ -491,10 +496,7 @@ class AutocastCudaOnNpu(Rule):
 
     @staticmethod
     def _findings(facts: FileFacts):
-        for call in calls_named(facts, mp_names("autocasts")):
-            enabled = call.arg("enabled", None)
-            if enabled is not None and enabled.value.literal is False:
-                continue  # `autocast("cuda", enabled=False)` keeps a region in fp32 on every device
+        for call in _enabled_autocasts(facts):  # `enabled=False` keeps a region in fp32 on every device
             if any(n.startswith("torch.cuda.") for n in call.names):
                 yield (call, f"`{call.callee}` only affects CUDA ops; in this NPU program the NPU ops run in fp32.",
                        "torch.autocast(device_type='npu', dtype=...)")
