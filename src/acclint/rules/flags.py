@@ -84,8 +84,13 @@ def passed_by_launch(ctx: ProgramContext, guard: FlagGuard, default: Declared) -
     passed = set()
     for launch in launches:
         passed.update(launch.flags())
-    option = default.option.lstrip("-")
-    return bool({option, option.replace("_", "-"), guard.dotted.rsplit(".", 1)[1]} & passed)
+    return bool((_spellings(default.option) | _spellings(guard.dotted)) & passed)
+
+
+def _spellings(name: str) -> set:
+    """How a launch line may spell the flag behind `args.use_ascend` or `--use_ascend`."""
+    key = name.rsplit(".", 1)[-1].lstrip("-")
+    return {key, key.replace("_", "-")}
 
 
 # Words a launch passes to say no (`--use_ascend False`).
@@ -97,8 +102,7 @@ def launch_contradicts(guards: tuple, launch) -> bool:
     not run in that launch: `--use_ascend False` for `if args.use_ascend == "True":` or `if args.use_ascend:`."""
     passed = launch.flags()
     for guard in guards:
-        key = guard.dotted.rsplit(".", 1)[-1]
-        value = next((passed[k].value for k in (key, key.replace("_", "-")) if k in passed), None)
+        value = next((passed[k].value for k in sorted(_spellings(guard.dotted)) if k in passed), None)
         if value is None:
             continue
         value = value.strip("'\"")
