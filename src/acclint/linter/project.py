@@ -213,6 +213,7 @@ class Project:
         self._project_root_cache: dict = {}
         self._flow_cache: dict = {}  # entry abspath -> (flow, files, functions)
         self._trains_cache: dict = {}  # entry abspath -> whether it trains
+        self._constructed_cache: dict = {}  # (abspath, call node) -> constructed_class_names
         self._documentation = Documentation()
         self._documented_cache: dict = {}  # entry abspath -> [DocumentedLaunch]
 
@@ -223,6 +224,7 @@ class Project:
             self.shells[shell.abspath] = shell
         self._module_cache.clear()
         self._classes_cache.clear()
+        self._constructed_cache.clear()
         self._flow_cache.clear()  # a file added may be a module a flow reaches
         self._trains_cache.clear()
 
@@ -523,11 +525,14 @@ class Project:
 
     def constructed_class_names(self, file: FileFacts, call: Call) -> frozenset:
         """Qualified names of the local class that `call` (written in `file`) constructs and of its
-        bases, transitively; empty when it constructs no local class."""
-        target = self.local_target(file, call.callee, call.scope, {})
-        if target is None or not isinstance(target[1], ClassDef):
-            return frozenset()
-        return self.class_names(*target)
+        bases, transitively; empty when it constructs no local class. Several facts of a program ask
+        about the same call (model constructions, seeding trainers, training loops): resolved once."""
+        key = (file.abspath, call.node)
+        if key not in self._constructed_cache:
+            target = self.local_target(file, call.callee, call.scope, {})
+            self._constructed_cache[key] = (self.class_names(*target) if target is not None
+                                            and isinstance(target[1], ClassDef) else frozenset())
+        return self._constructed_cache[key]
 
 
 def launch_trains(launch) -> bool:
