@@ -12,7 +12,7 @@ from acclint.linter.facts import FileFacts
 from acclint.linter.frameworks import applies
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Rule
-from acclint.rules.flags import runs_only_when, written_opt_in
+from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, Source, determinism_setting, program_facts
 
 
@@ -50,12 +50,12 @@ class ExplicitRule(Rule):
 
 def report_written(ctx: FileContext, rule: Rule, node: int, message: str, *, fix: Optional[str] = None,
                    severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
-    """Report a setting written at `node`. Written under a flag this file declares off by default, it is
-    the opt-in of users who pass the flag, not what the default run does: said so, as info."""
-    opted = written_opt_in(ctx.facts, node)
-    if opted is not None:
-        message, severity = f"{message.rstrip('.')} ({runs_only_when('it', *opted)}).", "info"
-    ctx.report(rule, node, message, fix=fix, severity=severity, autofix=autofix)
+    """Report a setting written at `node`. Whether a training run executes it is a premise the engine
+    proves from the run's configuration (linter.proof, linter.runconfig): written under a branch no run
+    takes (a flag off by default, a key no config the run loads sets), it is the opt-in of users who turn
+    it on, reported as info that names the key and where its default comes from."""
+    rests_on = rule.premises if "executes" in rule.premises else (*rule.premises, "executes")
+    ctx.report(rule, node, message, fix=fix, severity=severity, autofix=autofix, rests_on=rests_on)
 
 
 class ProgramRule(Rule):
