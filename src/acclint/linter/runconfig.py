@@ -284,7 +284,7 @@ class RunConfig:
         receiver), found by a text search before any parse."""
         found = []
         key = parts[-1]
-        for abspath in _project_configs(self.project, self.entry, self._config_folders()):
+        for abspath in _project_configs(self.project, self.entry):
             text = self.reader.text(abspath)
             if text is None or key not in text:
                 continue
@@ -293,10 +293,6 @@ class RunConfig:
                 display = _display(self.entry, abspath)
                 found.append((display, hit[1], abspath) if with_path else (f"{display}:{hit[1].line}",))
         return found if with_path else [f[0] for f in found]
-
-    def _config_folders(self) -> list:
-        folders = {os.path.dirname(values.abspath) for run in self.runs for values, _, _ in run.configs}
-        return sorted(folders)
 
     # -- which configuration files a run loads ---------------------------------------------------
     def _config_options(self) -> tuple:
@@ -541,28 +537,27 @@ def _listed(setters: list, shown: int = 2) -> str:
     return ", ".join(setters[:shown]) + more
 
 
-def _project_configs(project, entry: FileFacts, folders: list) -> list:
-    """The configuration files of the entry's project: data files anywhere under its root, Python configs
-    in the folders of the configs its runs load; at most `max_other_files`, listed once per root."""
+def _project_configs(project, entry: FileFacts) -> list:
+    """The configuration files of the entry's project, listed once per root: data files (YAML, JSON) under
+    its root, at most `max_other_files`, and the Python files the scan read that are configs (module-level
+    values only: no function, class or `__main__` block, as mmengine and LazyConfig configs are)."""
     if project is None:
         return []  # a file judged alone: no project to search
     top = project.project_root(os.path.dirname(entry.abspath))
-    cache = project.config_index
-    key = (top, tuple(folders))
-    if key not in cache:
+    if top not in project.config_index:
         settings = _settings()
-        data, python = tuple(settings["data_endings"]), tuple(settings["python_endings"])
-        found, limit = [], settings["max_other_files"]
+        data, limit = tuple(settings["data_endings"]), settings["max_other_files"]
+        found = []
         for current, subfolders, names in os.walk(top):
             subfolders[:] = sorted(s for s in subfolders if not s.startswith(".") and s not in _SKIPPED_FOLDERS)
-            in_config_folder = any(current == f or current.startswith(f + os.sep) for f in folders)
-            for name in sorted(names):
-                if name.endswith(data) or (in_config_folder and name.endswith(python)):
-                    found.append(os.path.join(current, name))
+            found.extend(os.path.join(current, name) for name in sorted(names) if name.endswith(data))
             if len(found) >= limit:
                 break
-        cache[key] = found[:limit]
-    return cache[key]
+        prefix = top.rstrip(os.sep) + os.sep
+        python = sorted(f.abspath for f in project.files.values() if f.abspath.startswith(prefix)
+                        and not f.functions and not f.classes and f.main_guard is None)
+        project.config_index[top] = found[:limit] + python[:limit]
+    return project.config_index[top]
 
 
 def flow_guards(program) -> list:

@@ -249,8 +249,81 @@ class CudnnBenchmark(ExplicitRule):
 
             if __name__ == "__main__":
                 torch.backends.cudnn.benchmark = True  # expect: ACL202
-                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
-        """),
+                model = torch.nn.Linear(2, 1)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(2)).sum().backward()
+                optimizer.step()
+        """, "in a training entry point: proven (the run executes it)"),
+        Example(
+            {
+                "train.py": """
+                    import argparse
+
+                    import torch
+                    import yaml
+
+
+                    def main():
+                        parser = argparse.ArgumentParser()
+                        parser.add_argument("--config", default="configs/default.yaml")
+                        with open(parser.parse_args().config) as handle:
+                            cfg = yaml.safe_load(handle)
+                        if cfg.get("cudnn_benchmark", False):
+                            torch.backends.cudnn.benchmark = True  # expect: ACL202
+                        model = torch.nn.Conv2d(3, 8, 3)
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(1, 3, 8, 8)).sum().backward()
+                        optimizer.step()
+
+
+                    if __name__ == "__main__":
+                        main()
+                """,
+                "configs/default.yaml": """
+                    lr: 0.1
+                    cudnn_benchmark: false
+                """,
+            },
+            "a config-gated branch whose YAML default is false: reported as info naming `cudnn_benchmark` and "
+            "configs/default.yaml, the config the run loads by default",
+        ),
+        Example(
+            {
+                "train.py": """
+                    import argparse
+
+                    import torch
+                    import yaml
+
+
+                    def main():
+                        parser = argparse.ArgumentParser()
+                        parser.add_argument("--config", default="configs/default.yaml")
+                        with open(parser.parse_args().config) as handle:
+                            cfg = yaml.safe_load(handle)
+                        if cfg.get("cudnn_benchmark", False):
+                            torch.backends.cudnn.benchmark = True  # expect: ACL202
+                        model = torch.nn.Conv2d(3, 8, 3)
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(1, 3, 8, 8)).sum().backward()
+                        optimizer.step()
+
+
+                    if __name__ == "__main__":
+                        main()
+                """,
+                "configs/default.yaml": """
+                    cudnn_benchmark: false
+                """,
+                "configs/fast.yaml": """
+                    cudnn_benchmark: true
+                """,
+                "run.sh": """
+                    python train.py --config configs/fast.yaml
+                """,
+            },
+            "the launch script passes a YAML that sets it: a warning, proven by configs/fast.yaml",
+        ),
         Example.script("""
             import torch
             import torch.backends.cudnn as cudnn
