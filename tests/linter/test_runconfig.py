@@ -316,3 +316,10 @@ def test_a_guard_written_as_a_lookup_records_its_default(tmp_path):
     project, program = _scan(tmp_path, {"train.py": CFG_GET, "configs/default.yaml": "lr: 0.1\n"})
     guards = [g for step_guards in flow_guards(program) for g, _ in step_guards]
     assert FlagGuard("cfg.cudnn_benchmark", "truthy", fallback=False) in guards
+
+
+def test_a_launch_passing_the_declared_option_of_another_destination_takes_the_branch(tmp_path):
+    source = ARGPARSE_AMP.replace('parser.add_argument("--amp", action="store_true")',
+                                  'parser.add_argument("--mixed-precision", dest="amp", action="store_true")')
+    files = {"train.py": source, "run.sh": "python train.py --mixed-precision\n"}
+    assert _branch(tmp_path, files, "enable_amp").state == TAKEN

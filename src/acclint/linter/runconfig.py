@@ -208,8 +208,12 @@ class RunConfig:
         return Branch(SKIPPED, guard, evidence, setting)
 
     def _from_launch(self, run: _Run, guard: FlagGuard, parts: tuple) -> Optional[Setting]:
-        if len(parts) == 2:  # flags fill a plain namespace (`args.amp`), not a nested config
-            for spelling in sorted(spellings(parts[-1])):
+        # Flags fill a plain namespace (`args.amp`) or a declared field (HfArgumentParser's dataclasses), not
+        # a nested config read from a file.
+        if len(parts) == 2 or parts[-1] in self.fields:
+            # The key's own spellings, and the options declared for it (`--manual-seed` with dest="seed").
+            spelled = spellings(parts[-1]).union(*(spellings(d.option) for d in self.flags.get(parts[-1], ())))
+            for spelling in sorted(spelled):
                 passed = run.flags.get(spelling)
                 if passed is not None:
                     value = True if passed.value is None else passed.value
