@@ -236,7 +236,10 @@ class CudnnBenchmark(ExplicitRule):
     summary = "cudnn.benchmark = True picks convolution algorithms by timing"
     doc = RuleDoc(
         what="Reports `torch.backends.cudnn.benchmark = True` wherever it is written: in an entry point, a "
-        "backend-setup helper, or a module no scanned program reaches.",
+        "backend-setup helper, or a module no scanned program reaches. Under a branch (`if args.benchmark:`, "
+        "`if cfg.get(\"cudnn_benchmark\", False):`) it is a warning when a run of the program takes the branch "
+        "(a launch flag, a config file the run loads, a default), and info naming the key and where its default "
+        "comes from when no run does.",
         why="cuDNN then times several algorithms per input shape and keeps the fastest, which can differ "
         "between runs and machines; results change in the last bits and the GPU reference is not reproducible. "
         "The flag has no effect on NPU, so the two sides also differ in kind.",
