@@ -10,7 +10,7 @@ from acclint.config import Config
 from acclint.linter.engine import scan
 from acclint.rule_examples import scan_example
 from acclint.rules import all_rules
-from acclint.rules.determinism import CudnnBenchmark
+from acclint.rules.determinism import _BENCHMARK_BY_CONFIG, CudnnBenchmark
 
 
 def _acl202(tmp_path, index: int):
@@ -107,29 +107,9 @@ def test_an_unresolved_key_leaves_executes_unproven_and_says_why(tmp_path):
     assert finding.severity == "warning"  # unknown is not an opt-in: --preview keeps the rule's severity
 
 
-DETERMINISTIC_BY_CONFIG = """
-    import argparse
-
-    import torch
-    import yaml
-
-
-    def main():
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--config", default="configs/default.yaml")
-        with open(parser.parse_args().config) as handle:
-            cfg = yaml.safe_load(handle)
-        if cfg.get("deterministic", False):
-            torch.use_deterministic_algorithms(True)
-        model = torch.nn.Linear(2, 1)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        model(torch.ones(2)).sum().backward()
-        optimizer.step()
-
-
-    if __name__ == "__main__":
-        main()
-"""
+# The ACL202 example's program, switching deterministic algorithms on instead (same lines).
+DETERMINISTIC_BY_CONFIG = _BENCHMARK_BY_CONFIG.replace("cudnn_benchmark", "deterministic").replace(
+    "torch.backends.cudnn.benchmark = True  # expect: ACL202", "torch.use_deterministic_algorithms(True)")
 
 
 def test_a_determinism_switch_only_a_config_nobody_loads_turns_on_is_an_opt_in(tmp_path):

@@ -228,6 +228,32 @@ class DeterministicAlgorithmsOff(EffectRule):
         return "call torch.use_deterministic_algorithms(True) at the start of the entry point"
 
 
+# A training entry point that switches cudnn.benchmark on when its YAML config says so (ACL202 examples).
+_BENCHMARK_BY_CONFIG = """
+import argparse
+
+import torch
+import yaml
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="configs/default.yaml")
+    with open(parser.parse_args().config) as handle:
+        cfg = yaml.safe_load(handle)
+    if cfg.get("cudnn_benchmark", False):
+        torch.backends.cudnn.benchmark = True  # expect: ACL202
+    model = torch.nn.Conv2d(3, 8, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(1, 3, 8, 8)).sum().backward()
+    optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
 class CudnnBenchmark(ExplicitRule):
     code = "ACL202"
     name = "cudnn-benchmark"
@@ -259,29 +285,7 @@ class CudnnBenchmark(ExplicitRule):
         """, "in a training entry point: proven (the run executes it)"),
         Example(
             {
-                "train.py": """
-                    import argparse
-
-                    import torch
-                    import yaml
-
-
-                    def main():
-                        parser = argparse.ArgumentParser()
-                        parser.add_argument("--config", default="configs/default.yaml")
-                        with open(parser.parse_args().config) as handle:
-                            cfg = yaml.safe_load(handle)
-                        if cfg.get("cudnn_benchmark", False):
-                            torch.backends.cudnn.benchmark = True  # expect: ACL202
-                        model = torch.nn.Conv2d(3, 8, 3)
-                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-                        model(torch.ones(1, 3, 8, 8)).sum().backward()
-                        optimizer.step()
-
-
-                    if __name__ == "__main__":
-                        main()
-                """,
+                "train.py": _BENCHMARK_BY_CONFIG,
                 "configs/default.yaml": """
                     lr: 0.1
                     cudnn_benchmark: false
@@ -292,29 +296,7 @@ class CudnnBenchmark(ExplicitRule):
         ),
         Example(
             {
-                "train.py": """
-                    import argparse
-
-                    import torch
-                    import yaml
-
-
-                    def main():
-                        parser = argparse.ArgumentParser()
-                        parser.add_argument("--config", default="configs/default.yaml")
-                        with open(parser.parse_args().config) as handle:
-                            cfg = yaml.safe_load(handle)
-                        if cfg.get("cudnn_benchmark", False):
-                            torch.backends.cudnn.benchmark = True  # expect: ACL202
-                        model = torch.nn.Conv2d(3, 8, 3)
-                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-                        model(torch.ones(1, 3, 8, 8)).sum().backward()
-                        optimizer.step()
-
-
-                    if __name__ == "__main__":
-                        main()
-                """,
+                "train.py": _BENCHMARK_BY_CONFIG,
                 "configs/default.yaml": """
                     cudnn_benchmark: false
                 """,
