@@ -117,6 +117,9 @@ def test_a_determinism_switch_only_a_config_nobody_loads_turns_on_is_an_opt_in(t
                   preview=True)
     acl201 = [f for f in found if f.rule == "ACL201"]
     assert len(acl201) == 1 and acl201[0].line == 13
+    # A claim about the default run, which skips the line it is shown at: it does not rest on that line running.
+    assert acl201[0].severity == "warning" and acl201[0].proven
+    assert "executes" not in {p.premise for p in acl201[0].premises}
     assert "runs only when cfg.deterministic is true, and the config field `deterministic` defaults to False " \
            "(configs/default.yaml:1)" in acl201[0].message
 

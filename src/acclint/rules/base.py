@@ -75,12 +75,13 @@ class ProgramRule(Rule):
         raise NotImplementedError
 
     def report_at_source(self, ctx: ProgramContext, source: Source, message: str, fix: Optional[str],
-                         severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
+                         severity: Optional[str] = None, autofix: Optional[Fix] = None,
+                         rests_on: Optional[tuple] = None) -> None:
         if source.step is not None:
             ctx.report(self, source.step.file, source.step.fact.node, message, fix=fix, severity=severity,
-                       autofix=autofix)
+                       autofix=autofix, rests_on=rests_on)
         elif source.shell_span is not None:
-            ctx.report_shell(self, source.shell_span, message, fix=fix, severity=severity)
+            ctx.report_shell(self, source.shell_span, message, fix=fix, severity=severity, rests_on=rests_on)
 
     def report_program(self, ctx: ProgramContext, message: str, fix: Optional[str],
                        severity: Optional[str] = None, autofix: Optional[Fix] = None, premises: tuple = ()) -> None:
@@ -183,7 +184,9 @@ class EffectRule(ExplicitRule, ProgramRule):
                 f"{runs_only_when(opt_in.source.what, opt_in.guard, opt_in.default)}: a run started without it "
                 f"has {self.effect.replace('-', ' ')} off. {self.off_consequence[:1].upper()}{self.off_consequence[1:]}",
                 f"pass {option} in every launch command of a parity run, or make it the default"
-                if opt_in.default.is_flag else f"set {option} in the config of a parity run, or make it the default")
+                if opt_in.default.is_flag else f"set {option} in the config of a parity run, or make it the default",
+                # Shown at the setting, the claim is about the program's default run, which skips that line.
+                rests_on=program_premises(self))
         elif off is None:
             statement = self.switch_on_statement
             autofix = (unsafe_fix(f"add {statement[0]}", at_entry_start(ctx, *statement))
