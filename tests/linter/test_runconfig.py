@@ -91,14 +91,37 @@ def test_a_launch_line_saying_no_keeps_it_skipped(tmp_path):
     assert branch.state == SKIPPED and "passed as False" in branch.evidence
 
 
-def test_a_click_flag_defaults_to_off(tmp_path):
-    source = _program("""
-        if opts.fast:
+CLICK_COMMAND = """
+    import click
+    import torch
+
+
+    @click.command()
+    @click.option("--mixed-precision", "amp", is_flag=True)
+    @click.option("--lr", default=0.1)
+    def main(amp, lr):
+        if amp:
             enable_amp()
-    """, "import click\n\n\n@click.command()\n@click.option(\"--fast\", is_flag=True)\ndef cli(fast):\n    pass\n"
-         "\n\nopts = cli.parse_args()\n\n\ndef enable_amp():\n    pass\n")
-    branch = _branch(tmp_path, {"train.py": source}, "enable_amp")
-    assert branch.state == SKIPPED and "`--fast` defaults to False" in branch.evidence
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+        model(torch.ones(2)).sum().backward()
+        opt.step()
+
+
+    def enable_amp():
+        pass
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_a_click_flag_defaults_to_off_and_a_launch_passing_it_takes_the_branch(tmp_path):
+    branch = _branch(tmp_path, {"train.py": CLICK_COMMAND}, "enable_amp")
+    assert branch.state == SKIPPED and "`--mixed-precision` defaults to False" in branch.evidence
+    (tmp_path / "run.sh").write_text("python train.py --mixed-precision --lr 0.2\n")
+    assert _branch(tmp_path, {}, "enable_amp").state == TAKEN
 
 
 # -- YAML / JSON passed on the command line, and the default config path -------------------------

@@ -144,6 +144,7 @@ class RunConfig:
             self.fields = {}
         self.reader: ConfigFiles = project.config_files if project is not None else ConfigFiles()
         self.sources = _configuration_names(files)
+        self.click_parameters = click_parameters(files)
         self.config_options, self.defaults = self._config_options()
         self.hydra = self._hydra()
         self.runs = [self._launched(*launch) for launch in launches] or [self._started_alone()]
@@ -179,7 +180,9 @@ class RunConfig:
 
     def in_run(self, run: _Run, guard: FlagGuard, file: Optional[FileFacts]) -> Optional[Branch]:
         parts = tuple(guard.dotted.split("."))
-        if len(parts) < 2:
+        if len(parts) == 1 and parts[0] in self.click_parameters:
+            parts = ("", parts[0])  # a click command's parameter: a flag like `args.amp`
+        elif len(parts) < 2:
             return None  # a plain local (often a parameter): its value comes from the caller
         setting = self._from_launch(run, guard, parts) or self._from_configs(run, parts)
         if setting is None and run.broken is not None and self._is_configuration(guard, parts):
@@ -428,7 +431,7 @@ def collect_declarations(files) -> tuple:
     for file in files:
         for call in file.calls:
             method = call.method
-            if method == "add_argument" or (method == "option" and "click.option" in call.names):
+            if method == "add_argument" or _is_click_option(call):
                 declared = _argument(file, call)
                 if declared is not None:
                     flags.setdefault(declared[0], []).append(declared[1])
@@ -452,7 +455,8 @@ def _argument(file, call) -> Optional[tuple]:
         return None
     long = next((o for o in options if o.startswith("--")), options[0])
     dest_arg = call.arg("dest")
-    dest = dest_arg.value.literal if dest_arg is not None else long.lstrip("-").replace("-", "_")
+    named = next((o for o in options if not o.startswith("-")), None) if _is_click_option(call) else None
+    dest = dest_arg.value.literal if dest_arg is not None else named or long.lstrip("-").replace("-", "_")
     if not isinstance(dest, str):
         return None
     required = call.arg("required")
@@ -470,6 +474,22 @@ def _argument(file, call) -> Optional[tuple]:
         default = _ACTION_DEFAULTS.get(kind) if kind is None or isinstance(kind, str) else NOT_LITERAL
     where = f"{file.path}:{file.spans[call.node].line}"
     return dest, Declared(long, default, where, True)
+
+
+def _is_click_option(call: Call) -> bool:
+    return call.method == "option" and "click.option" in call.names
+
+
+def click_parameters(files) -> frozenset:
+    """The parameter names click options fill (`@click.option("--amp", is_flag=True) def main(amp):`)."""
+    found = set()
+    for file in files:
+        for call in file.calls:
+            if _is_click_option(call):
+                declared = _argument(file, call)
+                if declared is not None:
+                    found.add(declared[0])
+    return frozenset(found)
 
 
 def _configuration_names(files) -> frozenset:
@@ -559,6 +579,7 @@ def _project_configs(project, entry: FileFacts) -> list:
                 break
         prefix = top.rstrip(os.sep) + os.sep
         python = sorted(f.abspath for f in project.files.values() if f.abspath.startswith(prefix)
+                        and os.path.basename(f.abspath) != "__init__.py"
                         and not f.functions and not f.classes and f.main_guard is None)
         project.config_index[top] = found[:limit] + python[:limit]
     return project.config_index[top]
