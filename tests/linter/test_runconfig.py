@@ -346,3 +346,15 @@ def test_a_launch_passing_the_declared_option_of_another_destination_takes_the_b
                                   'parser.add_argument("--mixed-precision", dest="amp", action="store_true")')
     files = {"train.py": source, "run.sh": "python train.py --mixed-precision\n"}
     assert _branch(tmp_path, files, "enable_amp").state == TAKEN
+
+
+def test_an_attribute_the_program_computes_is_not_a_configuration_question(tmp_path):
+    source = _program("""
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--world-size", type=int, default=1)
+        args = parser.parse_args()
+        args.distributed = args.world_size > 1
+        if args.distributed:
+            enable_benchmark()
+    """, "\n\ndef enable_benchmark():\n    pass\n")
+    assert _branch(tmp_path, {"train.py": source}, "enable_benchmark") is None

@@ -134,6 +134,7 @@ class RunConfig:
         self.reader: ConfigFiles = project.config_files if project is not None else ConfigFiles()
         self.sources = _configuration_names(files)
         self.click_parameters = click_parameters(files)
+        self.assigned = frozenset(a.target for file in files for a in file.assignments)
         self.config_options, self.defaults = self._config_options()
         self.hydra = self._hydra()
         self.runs = [self._launched(*launch) for launch in launches] or [self._started_alone()]
@@ -246,6 +247,8 @@ class RunConfig:
         """A guard asks about the configuration when its key is declared (a flag, a field), written
         with a default (`cfg.get`), or read from what a configuration source returned."""
         key = parts[-1]
+        if guard.dotted in self.assigned:
+            return False  # `args.distributed = args.world_size > 1`: the program computes it
         return (len(parts) == 2 and key in self.flags) or guard.node >= 0 or key in self.fields \
             or parts[0] in self.sources
 
