@@ -358,3 +358,28 @@ def test_an_attribute_the_program_computes_is_not_a_configuration_question(tmp_p
             enable_benchmark()
     """, "\n\ndef enable_benchmark():\n    pass\n")
     assert _branch(tmp_path, {"train.py": source}, "enable_benchmark") is None
+
+
+HYDRA_SEEDED = _program("""
+    if cfg.get("seed"):
+        torch.manual_seed(cfg.seed)
+""").replace("def main():", '@hydra.main(config_path="configs", config_name="train")\ndef main(cfg):') \
+    .replace("import argparse", "import argparse\n\nimport hydra")
+HYDRA_CONFIGS = {"configs/train.yaml": "defaults:\n  - _self_\n  - experiment: null\nseed: null\n",
+                 "configs/experiment/example.yaml": "# @package _global_\nseed: 12345\n"}
+
+
+def test_a_hydra_group_option_the_launch_selects_is_composed_with_its_package(tmp_path):
+    files = {"train.py": HYDRA_SEEDED, **HYDRA_CONFIGS}
+    skipped = _branch(tmp_path, files, "torch.manual_seed")
+    assert skipped.state == SKIPPED and "`seed` is set to None in configs/train.yaml:4" in skipped.evidence
+    assert "set to 12345 only in configs/experiment/example.yaml:2" in skipped.evidence
+    (tmp_path / "run.sh").write_text("python train.py experiment=example\n")
+    taken = _branch(tmp_path, {}, "torch.manual_seed")
+    assert taken.state == TAKEN and "configs/experiment/example.yaml:2 (selected at run.sh:1)" in taken.evidence
+
+
+def test_a_hydra_group_option_not_in_the_project_is_unknown(tmp_path):
+    files = {"train.py": HYDRA_SEEDED, **HYDRA_CONFIGS, "run.sh": "python train.py experiment=my_experiment.yaml\n"}
+    branch = _branch(tmp_path, files, "torch.manual_seed")
+    assert branch.state == UNKNOWN and "experiment=my_experiment.yaml" in branch.evidence

@@ -21,6 +21,7 @@ branch on, and the evidence says so.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -136,6 +137,7 @@ class RunConfig:
         self.click_parameters = click_parameters(files)
         self.assigned = frozenset(a.target for file in files for a in file.assignments)
         self.config_options, self.defaults = self._config_options()
+        self.hydra_folders: list = []  # the config folders of `@hydra.main`, where its groups are
         self.hydra = self._hydra()
         self.runs = [self._launched(*launch) for launch in launches] or [self._started_alone()]
         self._decided: dict = {}
@@ -177,8 +179,9 @@ class RunConfig:
         setting = self._from_launch(run, guard, parts) or self._from_configs(run, parts)
         if setting is None and run.broken is not None and self._is_configuration(guard, parts):
             return Branch(UNKNOWN, guard, f"runs only when {guard_text(guard)}, and {run.broken}")
-        if setting is None and run.unread is not None and self._is_configuration(guard, parts):
-            return self._unread(run, guard, parts, file)
+        if run.unread is not None and (setting is None or setting.origin == "config") \
+                and self._is_configuration(guard, parts):
+            return self._unread(run, guard, parts, file, setting)
         if setting is None:
             setting = self._code_default(guard, parts, file)
         if setting is None:
@@ -252,15 +255,21 @@ class RunConfig:
         return (len(parts) == 2 and key in self.flags) or guard.node >= 0 or key in self.fields \
             or parts[0] in self.sources
 
-    def _unread(self, run: _Run, guard: FlagGuard, parts: tuple, file: Optional[FileFacts]) -> Branch:
-        """The run loads a configuration acclint cannot read: the code's default stands only where no
-        configuration of the project sets the key."""
-        setters = self._project_setters(parts)
-        default = self._code_default(guard, parts, file)
+    def _unread(self, run: _Run, guard: FlagGuard, parts: tuple, file: Optional[FileFacts],
+                known: Optional[Setting]) -> Branch:
+        """The run also loads a configuration acclint does not know: what the files it knows (`known`) or the
+        code's default say stands only where no other configuration of the project sets the key."""
+        loaded = {values.abspath for values, _, _ in run.configs}
+        setters = [f"{display}:{entry.line}" for display, entry, abspath in self._project_setters(parts)
+                   if abspath not in loaded]
+        default = known or self._code_default(guard, parts, file)
         if not setters and default is not None and default.value is not NOT_LITERAL:
             taken = holds(guard, default.value)
             if taken:
                 return Branch(TAKEN, guard, f"runs when {guard_text(guard)}: {default.describe()}", default)
+            if known is not None:
+                return Branch(SKIPPED, guard, f"runs only when {guard_text(guard)}, and {known.describe()}; no other "
+                                              "config of the project sets it", known)
             return Branch(SKIPPED, guard, f"runs only when `{parts[-1]}` is set; no config of the project sets it "
                                           f"(default {default.value!r} at {default.where})", default)
         shown = f"; set in {_listed(setters)}" if setters else ""
@@ -269,7 +278,7 @@ class RunConfig:
     def _set_elsewhere(self, run: _Run, guard: FlagGuard, parts: tuple) -> str:
         """"set to True only in configs/other.yaml:3, which no launch of this program loads"."""
         loaded = {values.abspath for values, _, _ in run.configs}
-        others = [(display, entry) for display, entry, abspath in self._project_setters(parts, with_path=True)
+        others = [(display, entry) for display, entry, abspath in self._project_setters(parts)
                   if abspath not in loaded and holds(guard, entry.value)]
         if not others:
             return ""
@@ -278,20 +287,18 @@ class RunConfig:
         return (f"set to {entry.value!r} only in {display}:{entry.line}{more}, which no launch of this program "
                 "loads")
 
-    def _project_setters(self, parts: tuple, with_path: bool = False) -> list:
-        """(display, Entry) of the project's configuration files that set the key (`parts` minus its
+    def _project_setters(self, parts: tuple) -> list:
+        """(display, Entry, abspath) of the project's configuration files that set the key (`parts` minus its
         receiver), found by a text search before any parse."""
         found = []
-        key = parts[-1]
         for abspath in _project_configs(self.project, self.entry):
             text = self.reader.text(abspath)
-            if text is None or key not in text:
+            if text is None or parts[-1] not in text:
                 continue
             hit = self.reader.read(abspath).lookup(parts[1:])
             if hit is not None:
-                display = _display(self.entry, abspath)
-                found.append((display, hit[1], abspath) if with_path else (f"{display}:{hit[1].line}",))
-        return found if with_path else [f[0] for f in found]
+                found.append((_display(self.entry, abspath), hit[1], abspath))
+        return found
 
     # -- which configuration files a run loads ---------------------------------------------------
     def _config_options(self) -> tuple:
@@ -330,6 +337,7 @@ class RunConfig:
                 if not isinstance(config_name, str) or not isinstance(folder_name, (str, type(None))):
                     continue
                 folder = os.path.normpath(os.path.join(os.path.dirname(file.abspath), folder_name or ""))
+                self.hydra_folders.append(folder)
                 where = f"@hydra.main at {file.path}:{file.spans[call.node].line}"
                 out.extend(self._compose(folder, config_name, where))
         return out
@@ -338,7 +346,8 @@ class RunConfig:
         """A Hydra config and its Defaults List, in merge order (`_self_` where it is listed, else last)."""
         abspath = os.path.join(folder, *group, name if name.endswith((".yaml", ".yml")) else name + ".yaml")
         values = self.reader.read(abspath)
-        this = (_rooted(values, group), _display(self.entry, abspath), where)
+        global_package = _GLOBAL_PACKAGE.search((self.reader.text(abspath) or "")[:2000]) is not None
+        this = (_rooted(values, () if global_package else group), _display(self.entry, abspath), where)
         out, placed = [], False
         for item in values.defaults if not group else []:
             if item == "_self_":
@@ -381,8 +390,10 @@ class RunConfig:
             key, eq, value = arg.text.lstrip("+").partition("=")
             if eq and key and all(part.isidentifier() for part in key.split(".")):
                 run.overrides[tuple(key.split("."))] = (value, _at(run, arg.span))
+        groups = self._group_options(run)
         if not passed:
             self._default_configs(run)
+            run.configs.extend(groups)
             return run
         for text, where in passed:
             path = self._find(text, folders + [os.path.dirname(self.entry.abspath), *self._roots()])
@@ -393,8 +404,25 @@ class RunConfig:
                 run.broken = f"the config {text} passed at {where} could not be read ({self.reader.read(path).problem})"
                 continue
             run.configs.append((self.reader.read(path), _display(self.entry, path), f"passed at {where}"))
-        run.configs.extend(self.hydra)
+        run.configs.extend(self.hydra + groups)
         return run
+
+    def _group_options(self, run: _Run) -> list:
+        """The configs a launch selects from Hydra's config groups (`experiment=example`, `trainer=gpu`),
+        taken out of its overrides; an option not in the project leaves the run's configuration unknown."""
+        out = []
+        for path, (option, where) in list(run.overrides.items()):
+            folder = next((f for f in self.hydra_folders if len(path) == 1 and os.path.isdir(os.path.join(f, path[0]))),
+                          None)
+            if folder is None:
+                continue
+            del run.overrides[path]
+            composed = self._compose(folder, option, f"selected at {where}", path) if option else []
+            if any(values.problem is not None for values, _, _ in composed):
+                run.unread = f"the Hydra option {path[0]}={option} selected at {where} is not in the project"
+                continue
+            out.extend(composed)
+        return out
 
     def _roots(self) -> list:
         """Where a config path written relative to the project (`configs/train.yaml`) is found."""
@@ -462,6 +490,10 @@ def _override_value(text: str) -> Any:
             return float(text)
         except ValueError:
             return text
+
+
+# Hydra's package directive: a group config whose values sit at the top, not under the group's key.
+_GLOBAL_PACKAGE = re.compile(r"^#\s*@package\s+_global_\b", re.M)
 
 
 def _rooted(values: ConfigValues, group: tuple) -> ConfigValues:
