@@ -383,3 +383,11 @@ def test_a_hydra_group_option_not_in_the_project_is_unknown(tmp_path):
     files = {"train.py": HYDRA_SEEDED, **HYDRA_CONFIGS, "run.sh": "python train.py experiment=my_experiment.yaml\n"}
     branch = _branch(tmp_path, files, "torch.manual_seed")
     assert branch.state == UNKNOWN and "experiment=my_experiment.yaml" in branch.evidence
+
+
+def test_a_required_option_is_given_by_every_run(tmp_path):
+    source = ARGPARSE_AMP.replace('parser.add_argument("--amp", action="store_true")',
+                                  'parser.add_argument("--amp", type=int, required=True)') \
+        .replace("if args.amp:", "if args.amp is not None:")
+    branch = _branch(tmp_path, {"train.py": source}, "enable_amp")
+    assert branch.state == TAKEN and "`--amp` is required" in branch.evidence

@@ -20,6 +20,7 @@ class Declared:
     default: object
     where: str  # "train.py:12"
     is_flag: bool
+    given: bool = False  # a positional or required option: every run passes it
 
 
 def collect_declarations(files) -> tuple:
@@ -45,7 +46,7 @@ def collect_declarations(files) -> tuple:
                 fields.setdefault(name, []).append(Declared(name, value.literal, where, False))
     for dest, default in overrides.items():
         if dest in flags:
-            flags[dest] = [Declared(d.option, default, d.where, True) for d in flags[dest]]
+            flags[dest] = [Declared(d.option, default, d.where, True, d.given) for d in flags[dest]]
     return flags, fields
 
 
@@ -61,7 +62,8 @@ def _argument(file, call) -> Optional[tuple]:
         return None
     required = call.arg("required")
     default_arg = call.arg("default")
-    if not long.startswith("-") or required is not None and required.value.literal is not False:
+    given = not long.startswith("-") or required is not None and required.value.literal is not False
+    if given:
         default = NOT_LITERAL  # a positional or required argument: always given
     elif default_arg is not None:
         default = default_arg.value.literal
@@ -73,7 +75,7 @@ def _argument(file, call) -> Optional[tuple]:
             kind = "store_true"
         default = _ACTION_DEFAULTS.get(kind) if kind is None or isinstance(kind, str) else NOT_LITERAL
     where = f"{file.path}:{file.spans[call.node].line}"
-    return dest, Declared(long, default, where, True)
+    return dest, Declared(long, default, where, True, given)
 
 
 def _is_click_option(call: Call) -> bool:

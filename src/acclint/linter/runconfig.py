@@ -44,7 +44,7 @@ class Setting:
 
     value: Any  # NOT_LITERAL when it cannot be known
     where: str  # "configs/train.yaml:3", "train.py:12", "run.sh:4"
-    origin: str  # "launch" | "config" | "default"
+    origin: str  # "launch" | "config" | "default" | "given" (a required option, whatever its value)
     option: str  # "--amp", "cudnn_benchmark", "train.amp"
     is_flag: bool = False
     loaded_by: str = ""  # for a config file: what makes the run load it ("run.sh:2", "the default of `--config`")
@@ -56,6 +56,8 @@ class Setting:
             return f"{spelled} is {shown} by {self.where}"
         if self.origin == "config":
             return f"{spelled} is set to {self.value!r} in {self.where} ({self.loaded_by})"
+        if self.origin == "given":
+            return f"{spelled} is required ({self.where}): every run passes it"
         return f"{spelled} defaults to {self.value!r} ({self.where})"
 
     def declared(self) -> Declared:
@@ -234,9 +236,10 @@ class RunConfig:
         key = parts[-1]
         if len(parts) == 2 and key in self.flags:
             declared = self.flags[key]
-            if all(d.default == declared[0].default and type(d.default) is type(declared[0].default)
-                   for d in declared):
-                first = declared[0]
+            first = declared[0]
+            if first.given and guard.form == "not-none":
+                return Setting(True, first.where, "given", first.option, is_flag=True)
+            if all(d.default == first.default and type(d.default) is type(first.default) for d in declared):
                 return Setting(first.default, first.where, "default", first.option, is_flag=True)
         if guard.node >= 0 and file is not None and guard.node < len(file.spans):
             return Setting(guard.fallback, f"{file.path}:{file.spans[guard.node].line}", "default", key)
