@@ -88,6 +88,12 @@ class FindingView:
     message: Markup
     fix: Optional[Markup]
     snippet: Markup  # rendered lines, span marked; empty when the source cannot be read
+    # Why acclint thinks so: (premise, proven, evidence) for each premise the claim rests on.
+    premises: tuple = ()
+
+    @property
+    def proven(self) -> bool:
+        return bool(self.premises) and all(proven for _, proven, _ in self.premises)
 
     @property
     def title(self) -> str:
@@ -439,6 +445,7 @@ def build_report(
             id=f"f{number}", rule=f["rule"], rule_name=rule.name if rule else None, has_page=rule is not None,
             category=f["category"], severity=f["severity"], path=f["path"], line=f["line"],
             column=f.get("column", 1), message=inline(f["message"]), fix=fix_text(f.get("fix")), snippet=snippet(sources(f["path"]), f),
+            premises=tuple((p["premise"], p["proven"], inline(p["evidence"])) for p in f.get("premises", ())),
         ))
     groups = [ItemFindings(item, rule_groups(views[item.key], item.title)) for item in categories]
 
