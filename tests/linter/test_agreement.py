@@ -1,5 +1,5 @@
-"""The cache and the scope never change a result (docs/formats.md#files-given-and-context; README,
-"Cache"): a file's findings are the same whether it is scanned cold or from a cache filled by an
+"""The cache and the scope never change a result (docs/formats.md#files-given-and-context;
+docs/cache.md): a file's findings are the same whether it is scanned cold or from a cache filled by an
 earlier folder scan, alone or with its whole folder or repository. Checked on every bundled
 example, every rule example, the shell fixtures, and a repository-shaped project of our own."""
 

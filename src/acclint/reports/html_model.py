@@ -291,6 +291,7 @@ class ScanScope:
 
     installed: Sequence[Rule]
     active_codes: Optional[frozenset] = None  # None: every installed rule ran
+    preview_codes: frozenset = frozenset()  # rules that did not run only because they are preview
 
     def active(self, category: str) -> list[Rule]:
         return [r for r in self.installed if r.category == category
@@ -330,9 +331,31 @@ def _judge_category(item: ChecklistItem, scope: ScanScope, scan: Optional[dict],
         elif not installed:
             item.reason = "no rule of this family is installed in this acclint"
         else:
-            item.reason = f"its {plural(len(installed), 'rule')} were turned off (`--select` / `--ignore` / config)"
+            item.reason = _why_rules_did_not_run(installed, scope.preview_codes)
         return
     item.reason = "checked by " + " and ".join(checked_by) if checked_by else ""
+
+
+def _why_rules_did_not_run(installed: Sequence[Rule], preview_codes: frozenset) -> str:
+    """`its 3 rules are preview (`--preview` to run them)`, `its rule was turned off (...)`, or both, counted."""
+    preview = sum(1 for rule in installed if rule.code in preview_codes)
+    off = len(installed) - preview
+    waiting = f"`--preview` to run {'it' if preview == 1 else 'them'}"
+    turned_off = "`--select` / `--ignore` / config"
+    if not off:
+        return f"its {_rules(preview)} {_be(preview, 'is', 'are')} preview ({waiting})"
+    if not preview:
+        return f"its {_rules(off)} {_be(off, 'was', 'were')} turned off ({turned_off})"
+    return (f"{preview} of its {len(installed)} rules {_be(preview, 'is', 'are')} preview ({waiting}) and "
+            f"{off} {_be(off, 'was', 'were')} turned off ({turned_off})")
+
+
+def _rules(count: int) -> str:
+    return "rule" if count == 1 else f"{count} rules"
+
+
+def _be(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
 
 
 def _judge_runtime(item: ChecklistItem, runtime: Optional[dict], command: str) -> None:
