@@ -75,7 +75,7 @@ class Verdict:
     """One case in one mode."""
 
     found: bool
-    # Findings of the expected rules on the cause's side: (path, line, rule, severity).
+    # Findings of the expected rules on the cause's side: (path, line, rule, severity, message).
     cause_hits: list = field(default_factory=list)
     # Findings of the expected rules on the fixed twin.
     twin_hits: list = field(default_factory=list)
@@ -123,10 +123,10 @@ def judge(case: Case, preview: bool) -> Verdict:
     cause_findings, cause_errors = scan_side(case.cause, preview)
     twin_findings, twin_errors = scan_side(case.fixed, preview)
     expected = set(case.expected)
-    cause_hits = [(f.path, f.line, f.rule, f.severity) for f in cause_findings
+    cause_hits = [(f.path, f.line, f.rule, f.severity, f.message) for f in cause_findings
                   if f.rule in expected and f.path == case.path]
     twin_hits = [(f.path, f.line, f.rule, f.severity) for f in twin_findings if f.rule in expected]
-    found = any(severity in FOUND_SEVERITIES for _, _, _, severity in cause_hits)
+    found = any(hit[3] in FOUND_SEVERITIES for hit in cause_hits)
     return Verdict(found=found, cause_hits=cause_hits, twin_hits=twin_hits,
                    errors=[f"cause/{e}" for e in cause_errors] + [f"fixed/{e}" for e in twin_errors])
 
@@ -149,12 +149,14 @@ def why_missed(case: Case, verdicts: dict) -> str:
         previews = [code for code in case.expected if code in codes and maturity(codes[code]) == "preview"]
         if previews:
             return "preview rule " + ", ".join(previews)
-        return "found only with --preview"
-    seen = default.cause_hits or preview.cause_hits
-    if seen:
-        severities = sorted({severity for *_, severity in seen})
-        return f"reported as {'/'.join(severities)} only"
-    return "not reported"
+    hits = default.cause_hits or preview.cause_hits
+    if hits:
+        _, _, rule, severity, message = hits[0]
+        # A finding whose premises are not all proven says which one, after "Not proven:".
+        unproven = message.partition("Not proven: ")[2]
+        reason = f"{rule} reported as {severity}" + (" by default" if preview.found else "")
+        return reason + (f", not proven: {unproven}" if unproven else "")
+    return "found only with --preview" if preview.found else "not reported"
 
 
 def ratio(part: int, whole: int) -> str:
@@ -225,7 +227,7 @@ def print_details(cases: list, verdicts: dict, out=sys.stdout) -> None:
         for mode in MODES:
             hits = row[mode].cause_hits
             cells.append(("found " if row[mode].found else "- ")
-                         + ", ".join(f"{rule}@{line} {severity}" for _, line, rule, severity in hits))
+                         + ", ".join(f"{rule}@{line} {severity}" for _, line, rule, severity, _ in hits))
         twin = ", ".join(f"{mode}: {rule}@{path}:{line}" for mode in MODES
                          for path, line, rule, _ in row[mode].twin_hits) or "quiet"
         print(f"| {case.name} | {case.family} | {', '.join(case.expected) or NO_RULE} | {case.path}:{case.line} | "
