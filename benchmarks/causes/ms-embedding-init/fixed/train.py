@@ -1,6 +1,7 @@
 import mindspore as ms
 import numpy as np
 from mindspore import nn
+from mindspore.common.initializer import Normal
 
 
 class Net(nn.Cell):
@@ -8,7 +9,7 @@ class Net(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.embed = nn.Embedding(1000, 32, embedding_table="normal")
+        self.embed = nn.Embedding(1000, 32, embedding_table=Normal(sigma=1.0))
         self.fc = nn.Dense(32, 4)
 
     def construct(self, tokens):
