@@ -27,7 +27,7 @@ from acclint.findings import Finding, Premise
 from acclint.knowledge import table
 from acclint.linter.facts import Call
 from acclint.linter.frameworks import file_frameworks
-from acclint.linter.project import Program, training_role
+from acclint.linter.project import Program, launch_trains, training_role
 from acclint.linter.runconfig import SKIPPED, TAKEN, file_config, flow_guards, run_config
 
 
@@ -88,6 +88,8 @@ class Prover:
 
     # -- trains ----------------------------------------------------------------------------
     def trains(self, finding: Finding, programs: list) -> Premise:
+        if not programs and finding.path in self.shells:
+            return self._launched_training(finding, "trains")
         running = [p for p in programs if self.runs_line(p, finding)] or programs
         proofs = [self.training(p) for p in running]
         for proof in proofs:
@@ -113,12 +115,10 @@ class Prover:
             if programs:
                 return Premise("executes", True, f"{finding.path}:{finding.line} launches "
                                                  f"{programs[0].entry.path}"), False
-            return Premise("executes", False, f"no training program is launched by {finding.path}:{finding.line}"), False
-        reached, blocked = False, []
+            return self._launched_training(finding, "executes"), False
+        blocked = []
         for program in programs:
-            steps = self.steps_at(program, finding)
-            reached = reached or bool(steps)
-            for guards in steps:
+            for guards in self.steps_at(program, finding):
                 branch = run_config(self.project, program).branch(guards) if guards else None
                 if branch is None or branch.state == TAKEN:
                     why = f"; {branch.evidence}" if branch is not None else ""
@@ -179,6 +179,20 @@ class Prover:
         if key not in self._flow_guards:
             self._flow_guards[key] = flow_guards(program)
         return self._flow_guards[key]
+
+    def _launched_training(self, finding: Finding, name: str) -> Premise:
+        """A launch script whose training script is not on disk: its launch lines say what they run
+        (a training script's name, a flag only training reads: training.toml [launches])."""
+        shell = self.shells[finding.path]
+        for launch in shell.script.launches:
+            if launch.span.line >= finding.line and launch_trains(launch):
+                where = f"{finding.path}:{launch.span.line}"
+                if name == "trains":
+                    return Premise(name, True, f"{where} launches {launch.script}, a training script by its name or "
+                                               "flags (not on disk)")
+                return Premise(name, True, f"{finding.path}:{finding.line} is in force when {where} launches "
+                                           f"{launch.script}")
+        return Premise(name, False, f"no launch line at or after {finding.path}:{finding.line} shows it starts training")
 
     # -- framework -------------------------------------------------------------------------
     def framework(self, finding: Finding, programs: list) -> Premise:
