@@ -23,14 +23,29 @@ from acclint.linter import facts as F
 _PARTIALS = frozenset({"functools.partial"})
 
 
+class _Index:
+    """What one file offers to follow a class: calls by callee text, local assignments by (scope, name),
+    module-level dicts of classes. Built once per file."""
+
+    def __init__(self, facts: F.FileFacts, class_tables: dict):
+        self.facts = facts
+        self.class_tables = class_tables
+        self.sites: dict = {}
+        for call in facts.calls:
+            self.sites.setdefault(call.callee, []).append(call)
+        self.assigned: dict = {}
+        for assignment in facts.name_assignments:
+            self.assigned.setdefault((assignment.scope, assignment.name), []).append(assignment)
+
+
 def record_class_calls(facts: F.FileFacts, class_tables: dict) -> None:
     """Add to `facts.calls`, after each call of a name holding a class, the construction it makes."""
-    sites = _call_sites(facts)
+    index = _Index(facts, class_tables)
     built: dict = {}
     for call in facts.calls:
         if call.names:
             continue  # the callee already resolves (an import, or `name = nn.LayerNorm`)
-        found = list(_constructions(facts, call, sites, class_tables))
+        found = list(_constructions(index, call))
         if found:
             built[id(call)] = found
     if not built:
@@ -42,49 +57,49 @@ def record_class_calls(facts: F.FileFacts, class_tables: dict) -> None:
     facts.calls = calls
 
 
-def _constructions(facts: F.FileFacts, call: F.Call, sites: dict, class_tables: dict) -> Iterator[F.Call]:
+def _constructions(index: _Index, call: F.Call) -> Iterator[F.Call]:
     name = call.callee
     if name == "?" and call.receiver is not None:  # `NORMS[kind](dim)`: every class of the dict
-        table = class_tables.get(call.receiver.base or "") if call.receiver.chain == ("[]",) else None
+        table = index.class_tables.get(call.receiver.base or "") if call.receiver.chain == ("[]",) else None
         for value, node in table or ():
             yield from _built(call, value, F.ClassValue(call.receiver.base, node, "an entry of the dict", False))
         return
     if not name.isidentifier():
         return
-    for value, source in _holders(facts, call, name, sites):
+    for value, source in _holders(index, call, name):
         yield from _built(call, value, source)
 
 
-def _holders(facts: F.FileFacts, call: F.Call, name: str, sites: dict, depth: int = 0) -> Iterator[tuple]:
+def _holders(index: _Index, call: F.Call, name: str, depth: int = 0) -> Iterator[tuple]:
     """(Value, ClassValue) for each value `name` may hold where `call` runs; a value that is itself a
     parameter of the passing function (`Block(dim, norm_layer=norm_layer)`) is followed up to 3 calls."""
-    for value, source in _direct_holders(facts, call, name, sites):
+    for value, source, site in _direct_holders(index, call, name):
         passed_on = value.dotted if value.dotted and not value.names and value.dotted.isidentifier() else None
-        site = next((s for s in sites.get(source.how.removeprefix("passed to "), ()) if s.node == source.node), None)
         if passed_on and site is not None and depth < 3:
-            yield from _holders(facts, site, passed_on, sites, depth + 1)
+            yield from _holders(index, site, passed_on, depth + 1)
         else:
             yield value, source
 
 
-def _direct_holders(facts: F.FileFacts, call: F.Call, name: str, sites: dict) -> Iterator[tuple]:
-    assigned = [a for a in facts.name_assignments if a.scope == call.scope and a.name == name and a.order < call.order]
+def _direct_holders(index: _Index, call: F.Call, name: str) -> Iterator[tuple]:
+    """(Value, ClassValue, the call passing it or None) for what `name` holds in `call`'s function."""
+    assigned = [a for a in index.assigned.get((call.scope, name), ()) if a.order < call.order]
     if assigned:
         last = assigned[-1]
         # `norm_layer = norm_layer or partial(...)`: the right side only when nothing is passed.
-        yield last.value, F.ClassValue(name, None, f"assigned in {call.scope}", last.value.op != "or")
+        yield last.value, F.ClassValue(name, None, f"assigned in {call.scope}", last.value.op != "or"), None
         return
-    function = facts.functions.get(call.scope)
+    function = index.facts.functions.get(call.scope)
     if function is None or name not in function.params:
         return
-    passed, defaulted = _passed_values(function, name, sites.get(_site_key(function), ()))
-    for value, node in passed:
-        yield value, F.ClassValue(name, node, f"passed to {_site_key(function)}", True)
+    passed, defaulted = _passed_values(function, name, index.sites.get(_site_key(function), ()))
+    for value, site in passed:
+        yield value, F.ClassValue(name, site.node, f"passed to {_site_key(function)}", True), site
     default = function.defaults.get(name)
     if default is not None and (defaulted or not passed):
         # Proven only when this file constructs it and some construction leaves the default.
         yield default, F.ClassValue(name, function.node, f"the default of {function.qualname}", bool(defaulted),
-                                    defaulted[0] if defaulted else None)
+                                    defaulted[0] if defaulted else None), None
 
 
 def _site_key(function: F.FunctionDef) -> str:
@@ -94,15 +109,8 @@ def _site_key(function: F.FunctionDef) -> str:
     return function.qualname
 
 
-def _call_sites(facts: F.FileFacts) -> dict:
-    sites: dict = {}
-    for call in facts.calls:
-        sites.setdefault(call.callee, []).append(call)
-    return sites
-
-
 def _passed_values(function: F.FunctionDef, name: str, sites) -> tuple:
-    """([(Value, node)] passed for parameter `name` at `sites`, [nodes of sites that leave the default])."""
+    """([(Value, the call passing it)] for parameter `name` at `sites`, [nodes of sites that leave the default])."""
     params = list(function.params)
     if function.owner and params and params[0] in ("self", "cls"):
         params = params[1:]
@@ -115,7 +123,7 @@ def _passed_values(function: F.FunctionDef, name: str, sites) -> tuple:
         if arg is None:
             defaulted.append(site.node)
         else:
-            passed.append((arg.value, site.node))
+            passed.append((arg.value, site))
     return passed, defaulted
 
 

@@ -296,8 +296,9 @@ class ConvDefaults(MindSporeDefault):
                                             "padding=kernel_size//2, not its default padding=0.")
             else:
                 severity, detail = None, ""
-            ctx.report(self, call.node, f"`{call.callee}` with {problem}: MindSpore uses {entry['mindspore']}; "
-                       f"PyTorch uses {entry['torch']}.{detail}", fix=self.doc.fix, severity=severity)
+            ctx.report(self, call.node, f"`{call.callee}`{built_through(ctx.facts, call)} with {problem}: MindSpore "
+                       f"uses {entry['mindspore']}; PyTorch uses {entry['torch']}.{detail}", fix=self.doc.fix,
+                       severity=severity, premises=built_premises(ctx.facts, call))
 
 
 def _literal_ints(call: Call, keyword: str, position: int, default=None) -> Optional[tuple]:
