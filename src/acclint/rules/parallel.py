@@ -466,6 +466,28 @@ def _sharding_premise(step) -> Optional[Premise]:
 
 _DEEPSPEED = frozenset({"deepspeed.initialize"})
 
+_FSDP_PROGRAM = """
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+    def main():
+        dist.init_process_group("hccl")
+        model = FSDP(torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 64)))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        for step in range(10):
+            loss = model(torch.randn(8, 64)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            {clip}
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
 
 class LocalClipOfShardedModel(ProgramRule):
     code = "ACL904"
@@ -499,27 +521,8 @@ class LocalClipOfShardedModel(ProgramRule):
                     "https://github.com/deepspeedai/DeepSpeed/issues/6767"),
     )
     invalid = (
-        Example.script("""
-            import torch
-            import torch.distributed as dist
-            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
-
-            def main():
-                dist.init_process_group("hccl")
-                model = FSDP(torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 64)))
-                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-                for step in range(10):
-                    loss = model(torch.randn(8, 64)).pow(2).mean()
-                    optimizer.zero_grad()
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)  # expect: ACL904
-                    optimizer.step()
-
-
-            if __name__ == "__main__":
-                main()
-        """, "each rank clips its own shard by its own norm"),
+        Example.script(_FSDP_PROGRAM.format(clip="torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"
+                                            "  # expect: ACL904"), "each rank clips its own shard by its own norm"),
         Example.script("""
             import deepspeed
             import torch
@@ -543,27 +546,8 @@ class LocalClipOfShardedModel(ProgramRule):
         """, "a DeepSpeed engine clips in its own optimizer (reported unproven: the ZeRO stage is config)"),
     )
     valid = (
-        Example.script("""
-            import torch
-            import torch.distributed as dist
-            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
-
-            def main():
-                dist.init_process_group("hccl")
-                model = FSDP(torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 64)))
-                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-                for step in range(10):
-                    loss = model(torch.randn(8, 64)).pow(2).mean()
-                    optimizer.zero_grad()
-                    loss.backward()
-                    model.clip_grad_norm_(max_norm=1.0)
-                    optimizer.step()
-
-
-            if __name__ == "__main__":
-                main()
-        """, "the FSDP root's own clip all-reduces the shards' norms"),
+        Example.script(_FSDP_PROGRAM.format(clip="model.clip_grad_norm_(max_norm=1.0)"),
+                       "the FSDP root's own clip all-reduces the shards' norms"),
         Example.script("""
             import torch
             import torch.distributed as dist
