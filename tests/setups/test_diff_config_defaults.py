@@ -77,3 +77,15 @@ def test_only_a_library_config_is_read_as_one():
     assert library_of(["compute_environment", "distributed_type", "mixed_precision"]) == "accelerate"
     # A HF TrainingArguments JSON shares a few key names with DeepSpeed, not most of them.
     assert library_of(["learning_rate", "output_dir", "per_device_train_batch_size", "bf16", "num_train_epochs"]) is None
+
+
+def test_fp16_loss_scaling_keys_left_out_take_deepspeeds_values(tmp_path):
+    left = _json(tmp_path / "a.json", {"train_micro_batch_size_per_gpu": 4,
+                                       "fp16": {"enabled": True, "loss_scale_window": 500}})
+    right = _json(tmp_path / "b.json", {"train_micro_batch_size_per_gpu": 4,
+                                        "fp16": {"enabled": True, "initial_scale_power": 12}})
+    rows = by_key(run_diff(left, right))
+    assert (rows["loss-scale-window"].left.value, rows["loss-scale-window"].right.value) == (500, 1000)
+    # initial_scale_power 16 (the default) is a starting scale of 2**16 against 2**12.
+    assert (rows["initial-loss-scale"].left.value, rows["initial-loss-scale"].right.value) == (65536.0, 4096.0)
+    assert rows["initial-loss-scale"].left.is_default
