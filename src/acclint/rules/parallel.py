@@ -614,15 +614,33 @@ class LocalClipOfShardedModel(ProgramRule):
 # -- metrics over DistributedSampler shards ------------------------------------------------------
 
 
-def _evaluation_sampler(file: FileFacts, sampler: Call) -> bool:
-    """A DistributedSampler built in a function that combines the ranks' results (all_reduce, all_gather)
-    and neither trains (backward, step) nor drops the sampler's duplicates (gather_for_metrics)."""
+def _combines(call: Call) -> bool:
     known = _table()["padded_eval"]
-    combines, skip = frozenset(known["combines"]), set(known["training_methods"]) | set(known["dedupe_methods"])
+    return _named_or_method(call, known["combines"], known["combine_methods"])
+
+
+def _evaluation_sampler(file: FileFacts, sampler: Call, program_combines) -> Optional[str]:
+    """Where the ranks' results over this DistributedSampler's shards are combined, or None: in the
+    function building it (one that neither trains nor sets an epoch), or, for a sampler stored under an
+    evaluation name (`val_sampler`), anywhere in the program (`program_combines()`)."""
+    known = _table()["padded_eval"]
     calls = file.calls_in(sampler.scope)
-    if any(call.method in skip or call.method == "set_epoch" for call in calls):
-        return False
-    return any(_named_or_method(call, combines, known["combine_methods"]) for call in calls)
+    trains = any(call.method in known["training_methods"] or call.method == "set_epoch" for call in calls)
+    here = next((call for call in calls if _combines(call)), None)
+    if here is not None and not trains:
+        return f"{here.callee} at {_where(file, here)}"
+    if _evaluation_name(sampler):
+        found = program_combines()
+        return f"{found[1].callee} at {_where(*found)}" if found is not None else None
+    return None
+
+
+def _evaluation_name(call: Call) -> bool:
+    """The sampler is stored under a name with an evaluation word: `val_sampler`, `self.eval_sampler`."""
+    words = frozenset(_table()["padded_eval"]["evaluation_words"])
+    stored = [call.assigned_to or ""] + [sink.split(":", 1)[1] for sink in call.sinks
+                                         if sink.startswith(("name:", "attr:"))]
+    return any(words & set(re.split(r"[_.]", name.lower())) for name in stored)
 
 
 def _drops_last(call: Call) -> bool:
@@ -640,10 +658,11 @@ class PaddedSamplerEvaluation(ProgramRule):
     frameworks = ("torch",)
     tensor_framework = "torch"
     doc = RuleDoc(
-        what="Reports a `DistributedSampler` built in a function that combines the ranks' results "
-        "(`dist.all_reduce`, `all_gather`, `reduce`, `gather`) and does not train (no `backward`, `step` or "
-        "`set_epoch` there): an evaluation loop whose metric is summed over the sampler's shards. Not reported: "
-        "training samplers, and `accelerator.gather_for_metrics`, which drops the duplicates.",
+        what="Reports a `DistributedSampler` whose shards' results are combined (`dist.all_reduce`, `all_gather`, "
+        "`reduce`, `gather`): built in a function that combines them and does not train (no `backward`, `step` or "
+        "`set_epoch` there), or stored under an evaluation name (`val_sampler`, `self.eval_sampler`) in a program "
+        "that combines results somewhere. Not reported: training samplers, and programs that gather with "
+        "`accelerator.gather_for_metrics`, which drops the duplicates.",
         why="`DistributedSampler` gives each of W ranks `ceil(N / W)` samples. With `drop_last=False` (the "
         "default) it pads the dataset to `W * ceil(N / W)` by repeating its first samples, up to W - 1 of them; "
         "with `drop_last=True` it drops the last `N mod W`. A top-1 or loss summed over the shards then counts "
@@ -687,6 +706,48 @@ class PaddedSamplerEvaluation(ProgramRule):
             if __name__ == "__main__":
                 main()
         """, "top-1 summed over padded shards"),
+        Example({
+            "train.py": """
+                import torch
+                import torch.distributed as dist
+                from torch.utils.data import DataLoader, TensorDataset
+                from torch.utils.data.distributed import DistributedSampler
+
+                from metrics import validate
+
+
+                def main():
+                    dist.init_process_group("hccl")
+                    model = torch.nn.Linear(8, 3)
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    train = TensorDataset(torch.randn(800, 8), torch.randint(0, 3, (800,)))
+                    val = TensorDataset(torch.randn(1001, 8), torch.randint(0, 3, (1001,)))
+                    train_sampler = DistributedSampler(train)
+                    val_sampler = DistributedSampler(val, shuffle=False)  # expect: ACL905
+                    for epoch in range(2):
+                        train_sampler.set_epoch(epoch)
+                        for x, y in DataLoader(train, batch_size=32, sampler=train_sampler):
+                            torch.nn.functional.cross_entropy(model(x), y).backward()
+                            optimizer.step()
+                        print(validate(model, DataLoader(val, batch_size=50, sampler=val_sampler)))
+
+
+                if __name__ == "__main__":
+                    main()
+            """,
+            "metrics.py": """
+                import torch
+                import torch.distributed as dist
+
+
+                def validate(model, loader):
+                    correct = torch.zeros(2)
+                    for x, y in loader:
+                        correct += torch.tensor([(model(x).argmax(1) == y).sum().item(), len(y)])
+                    dist.all_reduce(correct)
+                    return (correct[0] / correct[1]).item()
+            """,
+        }, "a validation sampler built beside the training one, its results all-reduced in another module"),
     )
     valid = (
         Example.script("""
@@ -726,26 +787,35 @@ class PaddedSamplerEvaluation(ProgramRule):
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
-        samplers = frozenset(_table()["padded_eval"]["samplers"])
+        known = _table()["padded_eval"]
+        samplers = frozenset(known["samplers"])
+        found = [(file, call) for file, call in program_calls(ctx.program) if call.names & samplers]
+        if not found or mentions_any(ctx.program, lambda call: call.method in known["dedupe_methods"]):
+            return
         reached = reached_scopes(ctx.program)
-        for file in ctx.program.files:
-            for call in file.calls:
-                if not (call.names & samplers) or (file.abspath, call.scope) not in reached:
-                    continue
-                if not _evaluation_sampler(file, call):
-                    continue
-                if _drops_last(call):
-                    effect = "drops the last N mod W samples (up to W - 1; 1,001 samples: 1,000 on 8 cards)"
-                else:
-                    effect = ("pads the dataset to a multiple of the card count W by repeating up to W - 1 samples "
-                              "(1,001 samples: 1,008 on 8 cards)")
-                ctx.report(self, file, call.node,
-                           f"{call.callee} {effect}, and {call.scope} sums the ranks' results: the metric counts "
-                           "other samples on 8 cards than on 1, so runs on different card counts report "
-                           "different numbers for the same model.",
-                           fix="give each sample to exactly one rank (Subset(dataset, range(rank, len(dataset), "
-                           "world_size))) and divide by the summed count, or cut gathered predictions to "
-                           "len(dataset)")
+
+        @lru_cache(maxsize=1)
+        def program_combines():
+            return next(((f, c) for f, c in program_calls(ctx.program) if _combines(c)), None)
+
+        for file, call in found:
+            if (file.abspath, call.scope) not in reached:
+                continue
+            combined = _evaluation_sampler(file, call, program_combines)
+            if combined is None:
+                continue
+            if _drops_last(call):
+                effect = "drops the last N mod W samples (up to W - 1; 1,001 samples: 1,000 on 8 cards)"
+            else:
+                effect = ("pads the dataset to a multiple of the card count W by repeating up to W - 1 samples "
+                          "(1,001 samples: 1,008 on 8 cards)")
+            ctx.report(self, file, call.node,
+                       f"{call.callee} {effect}, and {combined} combines the ranks' results: the metric counts "
+                       "other samples on 8 cards than on 1, so runs on different card counts report "
+                       "different numbers for the same model.",
+                       fix="give each sample to exactly one rank (Subset(dataset, range(rank, len(dataset), "
+                       "world_size))) and divide by the summed count, or cut gathered predictions to "
+                       "len(dataset)")
 
 
 RULES = [BatchNormWithoutSync(), MeanLossOverAccumulation(), PaddedVocabularyCrossEntropy(), LocalClipOfShardedModel(),
