@@ -622,7 +622,7 @@ def _combines(call: Call) -> bool:
 def _evaluation_sampler(file: FileFacts, sampler: Call, program_combines) -> Optional[str]:
     """Where the ranks' results over this DistributedSampler's shards are combined, or None: in the
     function building it (one that neither trains nor sets an epoch), or, for a sampler stored under an
-    evaluation name (`val_sampler`), anywhere in the program (`program_combines()`)."""
+    evaluation name (`val_sampler`), in a function of the program named for evaluation (`program_combines()`)."""
     known = _table()["padded_eval"]
     calls = file.calls_in(sampler.scope)
     trains = any(call.method in known["training_methods"] or call.method == "set_epoch" for call in calls)
@@ -637,10 +637,20 @@ def _evaluation_sampler(file: FileFacts, sampler: Call, program_combines) -> Opt
 
 def _evaluation_name(call: Call) -> bool:
     """The sampler is stored under a name with an evaluation word: `val_sampler`, `self.eval_sampler`."""
-    words = frozenset(_table()["padded_eval"]["evaluation_words"])
     stored = [call.assigned_to or ""] + [sink.split(":", 1)[1] for sink in call.sinks
                                          if sink.startswith(("name:", "attr:"))]
-    return any(words & set(re.split(r"[_.]", name.lower())) for name in stored)
+    return any(_names_evaluation(name) for name in stored)
+
+
+def _names_evaluation(name: str) -> bool:
+    known = _table()["padded_eval"]
+    words = frozenset(known["evaluation_words"]) | frozenset(known["evaluation_verbs"])
+    return bool(words & set(re.split(r"[_.]", name.lower())))
+
+
+def _combines_in_evaluation(call: Call) -> bool:
+    """A collective in a function named for evaluation (`validation_step`, `Trainer.evaluate`)."""
+    return _combines(call) and _names_evaluation(call.scope)
 
 
 def _drops_last(call: Call) -> bool:
@@ -661,8 +671,9 @@ class PaddedSamplerEvaluation(ProgramRule):
         what="Reports a `DistributedSampler` whose shards' results are combined (`dist.all_reduce`, `all_gather`, "
         "`reduce`, `gather`): built in a function that combines them and does not train (no `backward`, `step` or "
         "`set_epoch` there), or stored under an evaluation name (`val_sampler`, `self.eval_sampler`) in a program "
-        "that combines results somewhere. Not reported: training samplers, and programs that gather with "
-        "`accelerator.gather_for_metrics`, which drops the duplicates.",
+        "that combines results in a function named for evaluation (`validate`, `validation_step`). Not reported: "
+        "training samplers, and programs that gather with `accelerator.gather_for_metrics`, which drops the "
+        "duplicates.",
         why="`DistributedSampler` gives each of W ranks `ceil(N / W)` samples. With `drop_last=False` (the "
         "default) it pads the dataset to `W * ceil(N / W)` by repeating its first samples, up to W - 1 of them; "
         "with `drop_last=True` it drops the last `N mod W`. A top-1 or loss summed over the shards then counts "
@@ -796,7 +807,7 @@ class PaddedSamplerEvaluation(ProgramRule):
 
         @lru_cache(maxsize=1)
         def program_combines():
-            return next(((f, c) for f, c in program_calls(ctx.program) if _combines(c)), None)
+            return next(((f, c) for f, c in program_calls(ctx.program) if _combines_in_evaluation(c)), None)
 
         for file, call in found:
             if (file.abspath, call.scope) not in reached:
