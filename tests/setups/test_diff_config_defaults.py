@@ -76,7 +76,8 @@ def test_only_a_library_config_is_read_as_one():
     assert library_of(["train_micro_batch_size_per_gpu", "zero_optimization", "bf16"]) == "deepspeed"
     assert library_of(["compute_environment", "distributed_type", "mixed_precision"]) == "accelerate"
     # A HF TrainingArguments JSON shares a few key names with DeepSpeed, not most of them.
-    assert library_of(["learning_rate", "output_dir", "per_device_train_batch_size", "bf16", "num_train_epochs"]) is None
+    hf_arguments = ["learning_rate", "output_dir", "per_device_train_batch_size", "bf16", "num_train_epochs"]
+    assert library_of(hf_arguments) is None
 
 
 def test_fp16_loss_scaling_keys_left_out_take_deepspeeds_values(tmp_path):

@@ -3,8 +3,9 @@
 LEFT is the reference (the GPU / PyTorch run); messages say what to change on the right.
 A key one side leaves out takes that side's launcher default (Megatron-LM, MindSpeed,
 MindSpeed-LLM: knowledge/launcher_defaults.toml), its config library's default (DeepSpeed,
-accelerate: knowledge/config_defaults.toml) or constructor default, and the message says so. Two sides of different kinds (a launch script and a YAML config) compare only on the keys
-both define.
+accelerate: knowledge/config_defaults.toml) or constructor default, and the message says so.
+Two sides of different kinds (a launch script and a YAML config) compare only on the keys both
+define.
 """
 
 from __future__ import annotations
