@@ -156,3 +156,25 @@ def test_a_constructor_rule_sees_the_class_and_states_where_it_came_from(tmp_pat
 
 def test_the_epsilon_given_where_the_class_is_called_is_seen(tmp_path):
     assert _acl701(tmp_path, MINDSPORE_BLOCK.format(epsilon=", epsilon=1e-5")) == []
+
+
+def test_a_torch_constructor_rule_benefits_too(tmp_path):
+    from acclint.rules import model_config
+
+    (tmp_path / "model.py").write_text(code("""
+        from torch import nn
+
+
+        class TextConfig:
+            def __init__(self, hidden_size=768, layer_norm_eps=1e-12):
+                self.hidden_size = hidden_size
+                self.layer_norm_eps = layer_norm_eps
+
+
+        class Block(nn.Module):
+            def __init__(self, config: TextConfig, norm_layer=nn.LayerNorm):
+                super().__init__()
+                self.norm = norm_layer(config.hidden_size)
+    """), encoding="utf-8")
+    result = scan([tmp_path], model_config.RULES, Config(), jobs=1, cwd=tmp_path)
+    assert [(f.rule, f.line) for f in result.findings if f.rule == "ACL301"] == [("ACL301", 13)]
