@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from acclint.knowledge import table
+from acclint.knowledge.library import seeders as library_seeders
 from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
@@ -27,7 +28,7 @@ def _uncalled_seeders(ctx: ProgramContext, facts: ProgramFacts) -> list:
 
 
 def _find_uncalled_seeders(ctx: ProgramContext) -> list:
-    seeders = table("seeding")["seeders"]
+    seeders = library_seeders()
     program, entry = ctx.program, ctx.program.entry
     candidates = [(entry, function) for function in entry.functions.values()]
     for imp in entry.imports:
