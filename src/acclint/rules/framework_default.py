@@ -7,12 +7,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import ClassVar, Optional
 
+from acclint.findings import Premise
 from acclint.knowledge import table
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.base import ProgramRule, absence, absence_premise
 from acclint.rules.flow import calls_named, calls_with_method
+from acclint.rules.param_groups import optimizer_parameters
 from acclint.rules.program_facts import ProgramFacts
 
 
@@ -23,6 +25,38 @@ def _entry(key: str) -> dict:
 
 def _given(call: Call, keyword: str, position: Optional[int]) -> bool:
     return call.arg(keyword, position) is not None or any(a.star for a in call.args)
+
+
+def _group_defaults(facts: FileFacts, call: Call, missing: list) -> tuple:
+    """Of the optimizer arguments `missing` from `call`, those whose default applies, those that may
+    not (the parameters are not resolved), and the `value` premise: a parameter group's own `lr` /
+    `weight_decay` replaces the argument for that group (rules.param_groups)."""
+    group_keys = table("framework_defaults")["param_groups"]["group_keys"]
+    params = optimizer_parameters(facts, call)
+    certain, unknown, evidence = [], [], []
+    for keyword in missing:
+        key = group_keys.get(keyword)
+        without = params.groups_without(key) if key is not None and params is not None else None
+        if key is None:
+            certain.append(keyword)
+            evidence.append(f"no `{keyword}` at {params.where if params else facts.path}")
+        elif without is None:
+            unknown.append(keyword)
+        elif without:
+            certain.append(keyword)
+            evidence.append(f"the parameters ({params.text}) are not grouped" if params.plain else
+                            f"group{'s' if len(without) > 1 else ''} {', '.join(map(str, without))} of "
+                            f"{params.text} ({params.where}) carr{'y' if len(without) > 1 else 'ies'} no `{key}`")
+    if certain:
+        premise = Premise("value", True, "; ".join(evidence) + ": the default applies")
+    elif unknown:
+        text = params.text if params is not None else "the parameters"
+        premise = Premise("value", False, f"{text} at {params.where if params else facts.path} is not resolved: "
+                                          f"parameter groups that carry their own "
+                                          f"{' / '.join(f'`{group_keys[k]}`' for k in unknown)} replace the default")
+    else:
+        premise = None  # every group carries its own value: the default never applies
+    return certain, unknown, premise
 
 
 class MindSporeDefault(Rule):
@@ -38,13 +72,21 @@ class MindSporeDefault(Rule):
             return None
         return f"no `{entry['keyword']}`"
 
+    def judge(self, facts: FileFacts, call: Call, entry: dict) -> Optional[tuple]:
+        """(what the call leaves to the default, the premises the rule proves about it), or None.
+        Rules that follow the value further than the call (groups, labels, a converted probability)
+        override this and state a `value` or `material` premise."""
+        problem = self.problem(call, entry)
+        return (problem, ()) if problem else None
+
     def check_file(self, ctx: FileContext) -> None:
         entry = _entry(self.key)
         for call in calls_named(ctx.facts, frozenset(entry["apis"])):
-            problem = self.problem(call, entry)
-            if problem:
+            judged = self.judge(ctx.facts, call, entry)
+            if judged:
+                problem, premises = judged
                 ctx.report(self, call.node, f"`{call.callee}` with {problem}: MindSpore uses {entry['mindspore']}; "
-                           f"PyTorch uses {entry['torch']}.", fix=self.doc.fix)
+                           f"PyTorch uses {entry['torch']}.", fix=self.doc.fix, premises=premises)
 
 
 def _doc(what: str, why: str, fix: str, key: str) -> RuleDoc:
@@ -289,13 +331,35 @@ def _same_as_torch_half_padding(call: Call) -> bool:
 class KeywordsDefault(MindSporeDefault):
     """Reported when any of `keywords` is left out (no positional form is common)."""
 
-    def problem(self, call: Call, entry: dict) -> Optional[str]:
+    def missing_keywords(self, call: Call, entry: dict) -> list:
         if any(a.keyword is None or a.star for a in call.args[self.positional_skip:]):
-            return None  # passed positionally or unpacked: not judged
-        missing = [k for k in entry["keywords"] if call.arg(k) is None]
+            return []  # passed positionally or unpacked: not judged
+        return [k for k in entry["keywords"] if call.arg(k) is None]
+
+    def problem(self, call: Call, entry: dict) -> Optional[str]:
+        missing = self.missing_keywords(call, entry)
         return f"no {', '.join(f'`{k}`' for k in missing)}" if missing else None
 
     positional_skip: ClassVar[int] = 0
+
+
+class OptimizerDefault(MindSporeDefault):
+    """An optimizer argument left to its default, which parameter groups carrying their own value replace:
+    reported only for the groups it applies to, with the `value` premise saying which."""
+
+    premises = ("trains", "executes", "value")
+
+    def missing_keywords(self, call: Call, entry: dict) -> list:
+        return [] if _given(call, entry["keyword"], entry.get("position")) else [entry["keyword"]]
+
+    def judge(self, facts: FileFacts, call: Call, entry: dict) -> Optional[tuple]:
+        missing = self.missing_keywords(call, entry)
+        if not missing:
+            return None
+        certain, unknown, premise = _group_defaults(facts, call, missing)
+        if premise is None:
+            return None  # every parameter group carries its own value: the default never applies
+        return f"no {', '.join(f'`{k}`' for k in certain + unknown)}", (premise,)
 
 
 class SoftmaxCrossEntropyDefaults(KeywordsDefault):
@@ -321,7 +385,7 @@ class SoftmaxCrossEntropyDefaults(KeywordsDefault):
     """),)
 
 
-class AdamWeightDecayDefaults(KeywordsDefault):
+class AdamWeightDecayDefaults(KeywordsDefault, OptimizerDefault):
     code = "ACL708"
     name = "mindspore-adamweightdecay"
     key = "adamweightdecay"
@@ -348,27 +412,70 @@ class AdamWeightDecayDefaults(KeywordsDefault):
     """),)
 
 
-class SgdLearningRate(MindSporeDefault):
+class SgdLearningRate(OptimizerDefault):
     code = "ACL709"
     name = "mindspore-sgd-default-lr"
     key = "sgd"
     summary = "mindspore.nn.SGD without `learning_rate` (0.1; torch.optim.SGD 0.001)"
-    doc = _doc("Reports `mindspore.nn.SGD(params)` without `learning_rate`.",
+    doc = _doc("Reports `mindspore.nn.SGD(params)` without `learning_rate`, unless every parameter group it is "
+               "given (a list of dicts, written inline or in a name of the same function) carries its own `lr`: "
+               "then the default applies to no parameter. Parameters acclint cannot resolve leave the finding's "
+               "`value` premise unproven.",
                "MindSpore's default learning rate is **0.1**; `torch.optim.SGD`'s is **0.001** in torch 2.x. A port "
                "that relied on the default trains 100x faster.",
                "Pass `learning_rate=` with the PyTorch run's value.", "sgd")
     invalid = (Example.script("""
-        from mindspore import nn
+        from mindspore import nn, ops
 
-        net = nn.Dense(4, 4)
+        net = nn.Dense(4, 2)
         opt = nn.SGD(net.trainable_params())  # expect: ACL709
-    """),)
-    valid = (Example.script("""
-        from mindspore import nn
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        for _ in range(2):
+            step(ops.ones((8, 4)), ops.ones((8, 2)))
+    """, "ungrouped parameters"), Example.script("""
+        from mindspore import nn, ops
 
-        net = nn.Dense(4, 4)
+        net = nn.Dense(4, 2)
+        decay = [p for p in net.trainable_params() if "bias" not in p.name]
+        no_decay = [p for p in net.trainable_params() if "bias" in p.name]
+        groups = [{"params": decay, "lr": 0.01, "weight_decay": 1e-4}, {"params": no_decay}]
+        opt = nn.SGD(groups)  # expect: ACL709
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        for _ in range(2):
+            step(ops.ones((8, 4)), ops.ones((8, 2)))
+    """, "the second group has no `lr`: the default 0.1 trains it"))
+    valid = (Example.script("""
+        from mindspore import nn, ops
+
+        net = nn.Dense(4, 2)
         opt = nn.SGD(net.trainable_params(), learning_rate=0.001)
-    """),)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        for _ in range(2):
+            step(ops.ones((8, 4)), ops.ones((8, 2)))
+    """), Example.script("""
+        from mindspore import nn, ops
+
+
+        def train(lr):
+            net = nn.Dense(4, 2)
+            decay = [p for p in net.trainable_params() if "bias" not in p.name]
+            no_decay = [p for p in net.trainable_params() if "bias" in p.name]
+            groups = [{"params": decay, "lr": lr, "weight_decay": 1e-4},
+                      {"params": no_decay, "lr": lr},
+                      {"order_params": net.trainable_params()}]
+            opt = nn.SGD(groups)
+            step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+            step.set_train()
+            for _ in range(2):
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+
+
+        if __name__ == "__main__":
+            train(0.001)
+    """, "every parameter group carries its own `lr` (the default learning_rate never applies)"))
 
 
 class TrainedWithoutSetTrain(ProgramRule):

@@ -1,0 +1,86 @@
+"""The `value` and `material` premises MindSpore rules prove by following values (parameter groups,
+labels and reductions, keep probabilities) and by reading what the installed library already does:
+each finding states the premise with its evidence, and a default that certainly never applies is
+not reported."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from click.testing import CliRunner
+
+from acclint.cli import main
+
+TRAIN_STEP = """
+step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
+step.set_train()
+for _ in range(2):
+    step(ops.ones((8, 4)), ops.ones((8, 2)))
+"""
+
+
+def with_step(body: str) -> str:
+    """A MindSpore program whose `net`, `loss_fn` and `opt` a TrainOneStepCell trains."""
+    return textwrap.dedent(body) + TRAIN_STEP
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """The project folder, made the working directory so that findings name files as `train.py`."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def scan(tmp_path, files: dict, *codes: str) -> dict:
+    """(rule, line) -> finding of a default run (no --preview) over `files`."""
+    for path, source in files.items():
+        target = tmp_path / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(source).lstrip("\n"))
+    result = CliRunner().invoke(main, ["scan", ".", "--format", "json", "--no-cache", "--exit-zero",
+                                       "--select", ",".join(codes)])
+    assert result.exit_code == 0, result.output
+    return {(f["rule"], f["line"]): f for f in json.loads(result.output)["findings"]}
+
+
+def premise(finding: dict, name: str) -> dict:
+    return next(p for p in finding["premises"] if p["premise"] == name)
+
+
+def test_sgd_default_lr_states_which_groups_it_trains(here):
+    found = scan(here, {"train.py": with_step("""
+        from mindspore import nn, ops
+
+        net = nn.Dense(4, 2)
+        loss_fn = nn.MSELoss()
+        groups = [{"params": net.trainable_params(), "lr": 0.01}, {"params": []}]
+        opt = nn.SGD(groups)
+        plain = nn.SGD(net.trainable_params())
+        built = nn.SGD(build_groups(net))
+    """)}, "ACL709")
+    grouped, ungrouped, unresolved = found[("ACL709", 6)], found[("ACL709", 7)], found[("ACL709", 8)]
+    assert premise(grouped, "value") == {
+        "premise": "value", "proven": True,
+        "evidence": "group 2 of `groups` (train.py:5) carries no `lr`: the default applies"}
+    assert grouped["severity"] == "warning" and grouped["proven"]
+    assert premise(ungrouped, "value")["evidence"].startswith("the parameters (`net.trainable_params()`) are not grouped")
+    assert not premise(unresolved, "value")["proven"]
+    assert "`build_groups(...)` at train.py:8 is not resolved" in premise(unresolved, "value")["evidence"]
+    assert unresolved["severity"] == "info" and "Not proven: value:" in unresolved["message"]
+
+
+def test_every_group_with_its_own_lr_and_weight_decay_is_not_reported(here):
+    found = scan(here, {"train.py": with_step("""
+        from mindspore import nn, ops
+
+        net = nn.Dense(4, 2)
+        loss_fn = nn.MSELoss()
+        groups = [{"params": net.trainable_params(), "lr": 0.01, "weight_decay": 0.01},
+                  {"order_params": net.trainable_params()}]
+        opt = nn.SGD(groups)
+        adam = nn.AdamWeightDecay(groups, learning_rate=0.01, eps=1e-8)
+    """)}, "ACL708", "ACL709")
+    assert found == {}
