@@ -184,6 +184,23 @@ class UnseededPythonRandom(UnseededGenerator):
             def helper():
                 return random.random()
         """, "a library module: not an entry point"),
+        Example.script("""
+            import random
+
+            import mindspore as ms
+            from mindspore import nn, ops
+
+
+            if __name__ == "__main__":
+                ms.set_seed(1)
+                order = list(range(8))
+                random.shuffle(order)
+                net = nn.Dense(4, 2)
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, "mindspore.set_seed seeds `random` too (it calls mindspore.dataset.config.set_seed)"),
     )
 
 
