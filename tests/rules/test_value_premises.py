@@ -84,3 +84,53 @@ def test_every_group_with_its_own_lr_and_weight_decay_is_not_reported(here):
         adam = nn.AdamWeightDecay(groups, learning_rate=0.01, eps=1e-8)
     """)}, "ACL708", "ACL709")
     assert found == {}
+
+
+ONE_HOT_DATASET = """
+    import mindspore.dataset as ds
+    import mindspore.dataset.transforms as transforms
+    import numpy as np
+
+
+    def create_dataset(num_classes):
+        data = ds.NumpySlicesDataset({"x": np.ones((8, 4), np.float32), "y": np.zeros(8, np.int32)}, shuffle=False)
+        data = data.map(operations=transforms.OneHot(num_classes), input_columns="y")
+        return data.batch(4)
+"""
+
+
+def softmax_ce_program(loss: str) -> str:
+    return f"""
+        from mindspore import nn
+
+        from dataset import create_dataset
+
+        net = nn.Dense(4, 3)
+        loss_fn = {loss}
+        opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
+        step.set_train()
+        for x, y in create_dataset(3):
+            step(x, y)
+    """
+
+
+def test_labels_one_hot_encoded_by_the_dataset_disprove_the_sparse_default(here):
+    found = scan(here, {"dataset.py": ONE_HOT_DATASET,
+                        "train.py": softmax_ce_program('nn.SoftmaxCrossEntropyWithLogits(reduction="mean")')}, "ACL707")
+    finding = found[("ACL707", 6)]
+    assert premise(finding, "value") == {
+        "premise": "value", "proven": False,
+        "evidence": "labels one-hot encoded by `transforms.OneHot` at dataset.py:8: sparse=False is what they need"}
+    assert finding["severity"] == "info" and not finding["proven"]
+
+
+def test_an_unreduced_loss_stays_a_warning_with_one_hot_labels(here):
+    found = scan(here, {"dataset.py": ONE_HOT_DATASET,
+                        "train.py": softmax_ce_program("nn.SoftmaxCrossEntropyWithLogits()")}, "ACL707")
+    finding = found[("ACL707", 6)]
+    assert "no `sparse`, `reduction`" in finding["message"]
+    assert premise(finding, "value") == {
+        "premise": "value", "proven": True,
+        "evidence": "its loss Cell does not reduce the loss (in the program started by train.py)"}
+    assert finding["severity"] == "warning"

@@ -14,6 +14,7 @@ from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.base import ProgramRule, absence, absence_premise
 from acclint.rules.flow import calls_named, calls_with_method
+from acclint.rules.loss_labels import on_purpose, one_hot_labels
 from acclint.rules.param_groups import optimizer_parameters
 from acclint.rules.program_facts import ProgramFacts
 
@@ -366,23 +367,91 @@ class SoftmaxCrossEntropyDefaults(KeywordsDefault):
     code = "ACL707"
     name = "mindspore-softmax-ce-defaults"
     key = "softmax_ce"
+    premises = ("trains", "executes", "value")
     summary = "SoftmaxCrossEntropyWithLogits defaults: sparse=False, reduction='none'"
-    doc = _doc("Reports `mindspore.nn.SoftmaxCrossEntropyWithLogits(...)` without `sparse` or `reduction`.",
+    doc = _doc("Reports `mindspore.nn.SoftmaxCrossEntropyWithLogits(...)` without `sparse` or `reduction`, unless "
+               "the defaults are used on purpose: `sparse=False` where the labels are one-hot encoded by the program "
+               "(`ops.OneHot`, `ops.one_hot`, the dataset's `transforms.OneHot`), `reduction='none'` where the loss "
+               "Cell that builds it reduces the loss itself (`ops.ReduceMean`, `.mean()`). One-hot labels built in "
+               "another module of the program make the finding's `value` premise disproven (advice).",
                "Its defaults are `sparse=False` (labels must be one-hot) and `reduction='none'` (a loss per "
                "sample). PyTorch's `nn.CrossEntropyLoss` takes class indices and averages (`reduction='mean'`). The "
                "unreduced loss's gradient is batch-size times larger, or the labels are read as the wrong shape.",
                "`nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean')` (or `nn.CrossEntropyLoss()`).",
                "softmax_ce")
     invalid = (Example.script("""
-        from mindspore import nn
+        import mindspore as ms
+        from mindspore import nn, ops
 
+        net = nn.Dense(4, 3)
         loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True)  # expect: ACL707
-    """),)
+        opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
+        step.set_train()
+        for _ in range(2):
+            step(ops.ones((8, 4)), ms.Tensor([0, 1, 2, 0, 1, 2, 0, 1], ms.int32))
+    """, "per-sample losses summed by the gradient (reduction='none')"),)
     valid = (Example.script("""
-        from mindspore import nn
+        import mindspore as ms
+        from mindspore import nn, ops
 
+        net = nn.Dense(4, 3)
         loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    """),)
+        opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
+        step.set_train()
+        for _ in range(2):
+            step(ops.ones((8, 4)), ms.Tensor([0, 1, 2, 0, 1, 2, 0, 1], ms.int32))
+    """), Example.script("""
+        import mindspore as ms
+        from mindspore import nn, ops
+
+
+        class CrossEntropy(nn.LossBase):
+            def __init__(self, num_classes):
+                super().__init__()
+                self.one_hot = ops.OneHot()
+                self.on, self.off = ms.Tensor(1.0, ms.float32), ms.Tensor(0.0, ms.float32)
+                self.ce = nn.SoftmaxCrossEntropyWithLogits()
+                self.mean = ops.ReduceMean()
+                self.num_classes = num_classes
+
+            def construct(self, logits, label):
+                label = self.one_hot(label, self.num_classes, self.on, self.off)
+                return self.mean(self.ce(logits, label), 0)
+
+
+        net = nn.Dense(4, 3)
+        opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, CrossEntropy(3)), opt)
+        step.set_train()
+        for _ in range(2):
+            step(ops.ones((8, 4)), ms.Tensor([0, 1, 2, 0, 1, 2, 0, 1], ms.int32))
+    """, "a loss Cell that one-hot encodes the labels and averages the loss itself (the defaults on purpose)"))
+
+    def judge(self, facts: FileFacts, call: Call, entry: dict) -> Optional[tuple]:
+        missing = self.missing_keywords(call, entry)
+        left = [k for k in missing if k not in on_purpose(facts, call, missing)]
+        return (f"no {', '.join(f'`{k}`' for k in left)}", ()) if left else None
+
+    def prove_premise(self, name: str, finding, facts: FileFacts, programs: list) -> Optional[Premise]:
+        """`value`: the defaults left are not used on purpose, as the programs running the line show
+        (labels one-hot encoded in another module, a dataset transform)."""
+        call = next((c for c in facts.calls if c.node == finding.node), None)
+        if name != "value" or call is None:
+            return None
+        missing = self.missing_keywords(call, _entry(self.key))
+        left = [k for k in missing if k not in on_purpose(facts, call, missing)]
+        if not programs:
+            return Premise("value", False, f"no training program shows which labels reach {facts.path}:"
+                                           f"{finding.line}")
+        encoded = one_hot_labels(f for program in programs for f in program.files)
+        holds = [k for k in left if k != "sparse" or encoded is None]
+        if not holds:
+            return Premise("value", False, f"labels one-hot encoded by {encoded}: sparse=False is what they need")
+        said = {"sparse": "no labels are one-hot encoded", "reduction": "its loss Cell does not reduce the loss"}
+        return Premise("value", True, f"{'; '.join(said[k] for k in holds)} (in the program started by "
+                                      f"{programs[0].entry.path})")
 
 
 class AdamWeightDecayDefaults(KeywordsDefault, OptimizerDefault):
