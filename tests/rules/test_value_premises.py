@@ -134,3 +134,54 @@ def test_an_unreduced_loss_stays_a_warning_with_one_hot_labels(here):
         "premise": "value", "proven": True,
         "evidence": "its loss Cell does not reduce the loss (in the program started by train.py)"}
     assert finding["severity"] == "warning"
+
+
+HEAD = """
+    from mindspore import nn, ops
+
+
+    class Head(nn.Cell):
+        def __init__(self, dropout_rate):
+            super().__init__()
+            self.dense = nn.Dense(4, 2)
+            self.drop = nn.Dropout(dropout_rate)
+
+        def construct(self, x):
+            return self.drop(self.dense(x))
+
+
+    net = Head({passed})
+    loss_fn = nn.MSELoss()
+    opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+"""
+
+
+def test_keep_prob_from_a_caller_states_value_and_material(here):
+    found = scan(here, {"train.py": with_step(HEAD.format(passed="dropout_rate=0.1"))}, "ACL704")
+    finding = found[("ACL704", 8)]
+    assert premise(finding, "value") == {"premise": "value", "proven": True,
+                                         "evidence": "`dropout_rate=0.1` passed at train.py:14: keep_prob=0.1"}
+    assert premise(finding, "material") == {"premise": "material", "proven": True,
+                                            "evidence": "keeps 10% of activations where p=0.1 would keep 90%"}
+    assert finding["severity"] == "warning"
+
+
+def test_keep_prob_converted_by_the_caller_is_advice_that_says_so(here):
+    found = scan(here, {"train.py": with_step(HEAD.format(passed="1 - 0.1"))}, "ACL704")
+    finding = found[("ACL704", 8)]
+    assert premise(finding, "value") == {
+        "premise": "value", "proven": False,
+        "evidence": "`1 - ...` at train.py:14: converted to a keep probability by the code"}
+    assert finding["severity"] == "info"
+
+
+def test_keep_and_drop_probability_of_one_half_is_not_material(here):
+    found = scan(here, {"train.py": with_step(HEAD.format(passed="0.5"))}, "ACL704")
+    finding = found[("ACL704", 8)]
+    assert premise(finding, "material") == {
+        "premise": "material", "proven": False,
+        "evidence": "keep_prob=0.5 keeps what p=0.5 drops: the same dropout either way"}
+    assert finding["severity"] == "info"
+    literal = scan(here, {"train.py": with_step(HEAD.format(passed="0.1").replace("nn.Dropout(dropout_rate)",
+                                                                                   "nn.Dropout(0.5)"))}, "ACL704")
+    assert literal == {}

@@ -13,7 +13,7 @@ known, the open slots are filled here, with the evidence either way:
 - `framework`: the file, or the program, is written against the framework the rule is about.
 
 A rule may prove an open slot itself from the programs that run its line (`prove_premise(name,
-finding, facts, programs)`, `facts` the finding's file; None leaves it to the shared facts).
+finding, facts, programs, project)`, `facts` the finding's file; None leaves it to the shared facts).
 
 A line that several programs run is proven by any of them that trains.
 """
@@ -76,7 +76,7 @@ class Prover:
         # another module of the program) proves it itself, once every program is known.
         own = getattr(self.rules.get(finding.rule), "prove_premise", None)
         facts = self.files.get(finding.path)
-        found = own(name, finding, facts, programs) if own is not None and facts is not None else None
+        found = own(name, finding, facts, programs, self.project) if own is not None and facts is not None else None
         if found is not None:
             return found
         prove = _PROVERS.get(name)

@@ -14,9 +14,11 @@ from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.base import ProgramRule, absence, absence_premise
 from acclint.rules.flow import calls_named, calls_with_method
+from acclint.rules.dropout_values import Resolved, in_file, keep_premises, noise, through_program
 from acclint.rules.loss_labels import on_purpose, one_hot_labels
 from acclint.rules.param_groups import optimizer_parameters
 from acclint.rules.program_facts import ProgramFacts
+from acclint.rules.values import number
 
 
 @lru_cache(maxsize=None)
@@ -181,44 +183,95 @@ class DropoutKeepProb(MindSporeDefault):
     code = "ACL704"
     name = "mindspore-dropout-positional"
     key = "dropout"
+    premises = ("trains", "executes", "value", "material")
     summary = "mindspore.nn.Dropout(x) positional: x is keep_prob, not PyTorch's drop probability"
     doc = _doc("Reports `mindspore.nn.Dropout(x)` with a positional argument that reads as a drop probability "
-               "(a literal below 0.5, or a name containing `drop` / `p`), or `keep_prob=` below 0.5.",
+               "(a literal below 0.5, or a name containing `drop` / `p`), or `keep_prob=` below 0.5. The name is "
+               "followed: rebound before the call, a parameter's default, a constant, what the program's callers "
+               "pass, a config class's default. Not reported where the code converted it itself (`1 - p`), where it "
+               "resolves to 0.5 or more (keep_prob 0.5 keeps what p=0.5 drops: nothing changes), or to a keep "
+               "probability.",
                "The first parameter of `mindspore.nn.Dropout` is still `keep_prob` (the probability to **keep**; "
                "deprecated, `p` is the drop probability). `nn.Dropout(0.1)` copied from PyTorch keeps **10%** of "
                "activations and scales them by 10, where PyTorch drops 10%.",
                "Pass the drop probability by keyword: `nn.Dropout(p=0.1)`.", "dropout")
     invalid = (Example.script("""
-        from mindspore import nn
-
-        drop = nn.Dropout(0.1)  # expect: ACL704
+        from mindspore import nn, ops
 
 
         class Head(nn.Cell):
             def __init__(self, dropout_rate):
                 super().__init__()
+                self.dense = nn.Dense(4, 2)
                 self.drop = nn.Dropout(dropout_rate)  # expect: ACL704
-    """),)
+                self.drop_in = nn.Dropout(0.1)  # expect: ACL704
+
+            def construct(self, x):
+                return self.drop(self.dense(self.drop_in(x)))
+
+
+        net = Head(dropout_rate=0.1)
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        step(ops.ones((8, 4)), ops.ones((8, 2)))
+    """, "a drop probability of 0.1 passed where keep_prob is read"),)
     valid = (Example.script("""
-        from mindspore import nn
+        from mindspore import nn, ops
 
-        drop = nn.Dropout(p=0.1)
-        legacy = nn.Dropout(keep_prob=0.9)
-    """),)
 
-    def problem(self, call: Call, entry: dict) -> Optional[str]:
+        class Head(nn.Cell):
+            def __init__(self, dropout_rate, drop_path=0.5, attn_drop=0.1):
+                super().__init__()
+                self.dense = nn.Dense(4, 2)
+                self.drop = nn.Dropout(1 - dropout_rate)
+                self.path = nn.Dropout(drop_path)
+                attn_drop = 1.0 - attn_drop
+                self.attn = nn.Dropout(attn_drop)
+                self.legacy = nn.Dropout(keep_prob=0.9)
+                self.new = nn.Dropout(p=0.1)
+
+            def construct(self, x):
+                return self.drop(self.dense(self.attn(self.path(self.legacy(self.new(x))))))
+
+
+        net = Head(dropout_rate=0.1)
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        step(ops.ones((8, 4)), ops.ones((8, 2)))
+    """, "converted by the code (`1 - p`), or 0.5 (keep and drop probability coincide)"),)
+
+    def judge(self, facts: FileFacts, call: Call, entry: dict) -> Optional[tuple]:
         arg = call.arg("keep_prob", 0)
-        if arg is None:
+        if arg is None or arg.star or call.arg("p") is not None:
             return None
-        literal = arg.value.literal
-        if isinstance(literal, (int, float)) and not isinstance(literal, bool):
-            if literal < 0.5:
-                return f"keep_prob={literal} (keeps {literal:.0%} of activations)"
-            return None
+        if arg.value.is_literal:
+            found = Resolved(arg.value.literal if number(arg.value.literal) else None,
+                             f"written at {facts.path}:{facts.spans[call.node].line}")
+            if noise(found) or found.value is None:
+                return None
+            return f"keep_prob={found.value} (keeps {found.value:.0%} of activations)", keep_premises(found)
         name = (arg.value.dotted or "").rsplit(".", 1)[-1].lower()
-        if arg.keyword is None and name and ("drop" in name or name == "p" or name.endswith("_p")) and "keep" not in name:
-            return f"`{arg.value.dotted}` as its first argument, which is keep_prob"
-        return None
+        if arg.keyword is not None or not name or "keep" in name or not (
+                "drop" in name or name == "p" or name.endswith("_p")):
+            return None  # `nn.Dropout(1 - p)`, `keep_prob=...`: written as a keep probability
+        found = in_file(facts, call, arg)
+        if found is not None and noise(found):
+            return None
+        # Not shown in this file: the premises stay open for the program's callers to tell (prove_premise).
+        return (f"`{arg.value.dotted}` as its first argument, which is keep_prob",
+                keep_premises(found) if found is not None else ())
+
+    def prove_premise(self, name: str, finding, facts: FileFacts, programs: list, project) -> Optional[Premise]:
+        """`value` / `material` of a name the file does not resolve: what the program's callers pass, or
+        the config class's default."""
+        call = next((c for c in facts.calls if c.node == finding.node), None)
+        arg = call.arg("keep_prob", 0) if call is not None else None
+        if name not in ("value", "material") or arg is None:
+            return None
+        found = through_program(project, programs, facts, call, arg)
+        return next(p for p in keep_premises(found) if p.premise == name)
 
 
 class EmbeddingInit(MindSporeDefault):
@@ -434,7 +487,7 @@ class SoftmaxCrossEntropyDefaults(KeywordsDefault):
         left = [k for k in missing if k not in on_purpose(facts, call, missing)]
         return (f"no {', '.join(f'`{k}`' for k in left)}", ()) if left else None
 
-    def prove_premise(self, name: str, finding, facts: FileFacts, programs: list) -> Optional[Premise]:
+    def prove_premise(self, name: str, finding, facts: FileFacts, programs: list, project) -> Optional[Premise]:
         """`value`: the defaults left are not used on purpose, as the programs running the line show
         (labels one-hot encoded in another module, a dataset transform)."""
         call = next((c for c in facts.calls if c.node == finding.node), None)
