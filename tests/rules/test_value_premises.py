@@ -185,3 +185,29 @@ def test_keep_and_drop_probability_of_one_half_is_not_material(here):
     literal = scan(here, {"train.py": with_step(HEAD.format(passed="0.1").replace("nn.Dropout(dropout_rate)",
                                                                                    "nn.Dropout(0.5)"))}, "ACL704")
     assert literal == {}
+
+
+PINNED = """
+    import mindspore as ms
+    from mindspore import nn, ops
+
+    if __name__ == "__main__":
+        {pin}
+        net = nn.Dense(4, 2)
+        loss_fn = nn.MSELoss()
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
+        step.set_train()
+        step(ops.ones((8, 4)), ops.ones((8, 2)))
+"""
+
+
+@pytest.mark.parametrize("pin, reported", [
+    ('ms.set_context(device_target="CPU")', False),
+    ('ms.set_device("GPU")', False),
+    ('ms.set_context(device_target="Ascend")', True),
+    ("ms.set_context(device_target=device)", True),  # not a literal: the run may be on Ascend
+])
+def test_mindspore_determinism_is_asked_only_of_programs_that_may_run_on_ascend(here, pin, reported):
+    found = scan(here, {"train.py": PINNED.format(pin=pin)}, "ACL206")
+    assert bool(found) is reported

@@ -13,6 +13,7 @@ from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
 from acclint.rules.data_loading import runs_workers, worker_init_fn
 from acclint.rules.deterministic_ops import nondeterministic_uses
+from acclint.rules.device_pins import runs_only_off
 from acclint.rules.dropout_values import complement_of, default_keep, keep_first, probability_arg, switch_off
 from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
@@ -928,7 +929,9 @@ class MindSporeDeterministicOff(EffectRule):
     switch_on_statement = ('mindspore.set_context(deterministic="ON")', "mindspore")
     doc = RuleDoc(
         what="Reports a MindSpore training entry point that never calls `mindspore.set_deterministic(True)` "
-        "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off.",
+        "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off. A "
+        "program whose every device pin is a literal CPU or GPU (`set_context(device_target=\"CPU\")`, "
+        "`ms.set_device(\"GPU\")`) is not asked: the switch acts on Ascend kernels and HCCL collectives.",
         why="Ascend kernels and communication in the global group then use nondeterministic implementations; "
         "two MindSpore runs differ, so a difference against the PyTorch reference cannot be attributed. Call it "
         "before `mindspore.communication.init()` so collectives are covered.",
@@ -982,7 +985,25 @@ class MindSporeDeterministicOff(EffectRule):
             net = nn.Dense(3, 1)
             grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
         """),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn, ops
+
+            if __name__ == "__main__":
+                ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+                ms.set_seed(0)
+                net = nn.Dense(4, 2)
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, "pinned to CPU: the switch acts on Ascend kernels and HCCL collectives only"),
     )
+
+    def required(self, ctx: ProgramContext, facts: ProgramFacts) -> bool:
+        # A program pinned to CPU or GPU never runs the Ascend kernels and HCCL collectives the switch acts
+        # on: asking for it changes nothing there (the Ascend port of the program is another program).
+        return runs_only_off(ctx, table("usage")["device_pins"]["deterministic_acts_on"]) is None
 
     def missing_message(self, ctx: ProgramContext, facts: ProgramFacts) -> str:
         return f"{ctx.program.entry.path} never switches on MindSpore deterministic computing (default \"OFF\")."
