@@ -10,6 +10,9 @@ Some findings depend on what a library call already does for the user:
 - `sorted_inputs`: a dataset class whose constructor sorts the file list it is given
   (`self.dataset_files.sort()` in TFRecordDataset and CSVDataset): a listing in file-system order
   handed to it reaches the reader sorted (ACL211 does not report it).
+- `sets_train_mode`: a public function or class whose body switches a network to training mode
+  (`.set_train()`: `amp.build_train_network`, `nn.WithGradCell`): a program that builds its training
+  cell with one has called set_train() (ACL710).
 
 The source is read statically (nothing is imported): the package is located with
 `importlib.util.find_spec`, its version read from `mindspore/version.py`. Usage, from the repository root:
@@ -45,6 +48,14 @@ DATASET_MODULES = ("dataset/engine/datasets_standard_format.py", "dataset/engine
                    "dataset/engine/datasets_vision.py", "dataset/engine/datasets_audio.py",
                    "dataset/engine/datasets_user_defined.py")
 DATASET_PUBLIC = ("mindspore.dataset", "mindspore.dataset.engine")
+# Modules whose public functions and classes may switch a network to training mode, and the public
+# modules re-exporting them (mindspore/nn/__init__.py, mindspore/amp.py, mindspore/train/__init__.py).
+TRAIN_MODE_MODULES = {
+    "nn/wrap/cell_wrapper.py": ("mindspore.nn", "mindspore.nn.wrap"),
+    "nn/wrap/loss_scale.py": ("mindspore.nn", "mindspore.nn.wrap"),
+    "nn/wrap/grad_reducer.py": ("mindspore.nn", "mindspore.nn.wrap"),
+    "train/amp.py": ("mindspore.amp", "mindspore.train"),
+}
 
 
 def package_root() -> Path:
@@ -149,6 +160,39 @@ def sorted_inputs(root: Path) -> dict:
     return found
 
 
+def train_mode_setters(root: Path) -> dict:
+    """Public functions and classes (through __init__) of TRAIN_MODE_MODULES that call
+    `.set_train()` / `.set_train(True)` (not a mode chosen at run time, not False)."""
+    found = {}
+    for relative, public in TRAIN_MODE_MODULES.items():
+        path = root / relative
+        if not path.is_file():
+            continue
+        for node in ast.parse(path.read_text("utf-8")).body:
+            if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name.startswith("_"):
+                continue
+            body = node
+            if isinstance(node, ast.ClassDef):
+                body = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+            line = _sets_train(body) if body is not None else None
+            if line is None:
+                continue
+            names = [f"{module}.{node.name}" for module in public] + [f"{_module_name(relative)}.{node.name}"]
+            found[names[0]] = {"aliases": names[1:], "file": f"mindspore/{relative}", "line": line}
+    return found
+
+
+def _sets_train(function: ast.FunctionDef):
+    """The line of the first `.set_train()` / `.set_train(True)` call in `function`, else None."""
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_train"):
+            continue
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if given is None or isinstance(given, ast.Constant) and given.value is True:
+            return node.lineno
+    return None
+
+
 def _sorted_parameter(init: ast.FunctionDef) -> str | None:
     params = {a.arg for a in init.args.args[1:]}  # not `self`
     assigned = {}  # self attribute -> parameter it was computed from
@@ -174,12 +218,13 @@ def _toml(value) -> str:
     return str(value)
 
 
-def render(version: str, seeders: dict, readers: dict) -> str:
+def render(version: str, seeders: dict, readers: dict, setters: dict) -> str:
     lines = [
         "# What library calls already do for the user, read from the libraries' own source by",
         "# tools/gen_library_behaviour.py (statically: nothing imported). Do not edit by hand: regenerate.",
         "# `seeders.X.calls`: the seeding functions (knowledge/seeding.toml) that X's body calls; X seeds what they seed.",
         "# `sorted_inputs.X`: a dataset class whose __init__ sorts the file list passed as `parameter`.",
+        "# `sets_train_mode.X`: a function or class (its __init__) that calls `.set_train()` on the network.",
         "",
         "[sources.mindspore]",
         f"version = {_toml(version)}",
@@ -189,10 +234,11 @@ def render(version: str, seeders: dict, readers: dict) -> str:
         lines.append(f'[seeders."{name}"]')
         lines.extend(f"{key} = {_toml(value)}" for key, value in entry.items())
         lines.append("")
-    for name, entry in sorted(readers.items()):
-        lines.append(f'[sorted_inputs."{name}"]')
-        lines.extend(f"{key} = {_toml(value)}" for key, value in entry.items())
-        lines.append("")
+    for group, entries in (("sorted_inputs", readers), ("sets_train_mode", setters)):
+        for name, entry in sorted(entries.items()):
+            lines.append(f'[{group}."{name}"]')
+            lines.extend(f"{key} = {_toml(value)}" for key, value in entry.items())
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -203,7 +249,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = args.root or package_root()
     known = set(tomllib.loads((KNOWLEDGE / "seeding.toml").read_text("utf-8"))["seeders"])
-    text = render(version_of(root), seeder_calls(root, known), sorted_inputs(root))
+    text = render(version_of(root), seeder_calls(root, known), sorted_inputs(root), train_mode_setters(root))
     args.output.write_text(text, "utf-8")
     print(f"wrote {args.output}")
     return 0

@@ -211,3 +211,31 @@ PINNED = """
 def test_mindspore_determinism_is_asked_only_of_programs_that_may_run_on_ascend(here, pin, reported):
     found = scan(here, {"train.py": PINNED.format(pin=pin)}, "ACL206")
     assert bool(found) is reported
+
+
+NO_SET_TRAIN = """
+    import mindspore as ms
+    from mindspore import nn
+
+    net = nn.SequentialCell({layers})
+    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+    for data, label in [(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))]:
+        step(data, label)
+"""
+
+
+def test_set_train_missing_matters_where_a_layer_depends_on_the_mode(here):
+    found = scan(here, {"train.py": NO_SET_TRAIN.format(layers="nn.Dense(8, 8), nn.Dropout(p=0.1)")}, "ACL710")
+    finding = found[("ACL710", 6)]
+    assert premise(finding, "material") == {
+        "premise": "material", "proven": True,
+        "evidence": "`nn.Dropout` at train.py:4 computes differently in inference mode"}
+    assert finding["severity"] == "warning"
+
+
+def test_set_train_missing_without_dropout_or_batchnorm_is_advice(here):
+    finding = scan(here, {"train.py": NO_SET_TRAIN.format(layers="nn.Dense(8, 8), nn.ReLU()")}, "ACL710")[("ACL710", 6)]
+    assert not premise(finding, "material")["proven"]
+    assert premise(finding, "material")["evidence"].startswith("no Dropout or BatchNorm is built in the program's files")
+    assert finding["severity"] == "info"

@@ -44,5 +44,12 @@ def sorted_input(names) -> Optional[dict]:
     return next((readers[name] for name in sorted(names) if name in readers), None)
 
 
+@lru_cache(maxsize=1)
+def train_mode_setters() -> frozenset:
+    """Qualified names of library functions and classes that switch a network to training mode."""
+    return frozenset(alias for name, entry in table("library_behaviour")["sets_train_mode"].items()
+                     for alias in (name, *entry.get("aliases", ())))
+
+
 def source_version(library: str) -> str:
     return table("library_behaviour")["sources"][library]["version"]

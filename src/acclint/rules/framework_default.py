@@ -9,6 +9,7 @@ from typing import ClassVar, Optional
 
 from acclint.findings import Premise
 from acclint.knowledge import table
+from acclint.knowledge.library import train_mode_setters
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
@@ -611,7 +612,9 @@ class TrainedWithoutSetTrain(ProgramRule):
     doc = _doc("Reports `nn.TrainOneStepCell(...)` (and the loss-scale variant) or `mindspore.value_and_grad` / "
                "`grad` / `GradOperation` in a training program none of whose files calls `.set_train()` / "
                "`.set_train(True)` (the entry script may switch the mode before building the cell in a helper "
-               "module).",
+               "module), builds a `mindspore.train.Model` or what the installed MindSpore's source shows setting "
+               "the mode itself (`amp.build_train_network`, `nn.WithGradCell`), or a local subclass of one. The "
+               "finding's `material` premise names the Dropout or BatchNorm layer the mode changes.",
                "MindSpore Cells start in **inference** mode (PyTorch modules start in **training** mode): without "
                "`set_train()` Dropout is a no-op and BatchNorm uses its moving statistics, so the NPU run trains "
                "another network than the GPU run. `Model.train` switches the mode itself; hand-written loops do not.",
@@ -670,14 +673,30 @@ class TrainedWithoutSetTrain(ProgramRule):
         train_net = nn.TrainOneStepCell(loss_net, opt)
         model = ms.train.Model(train_net)
         model.train(1, [(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))])
-    """, "handed to mindspore.train.Model, whose train() sets the mode"))
+    """, "handed to mindspore.train.Model, whose train() sets the mode"), Example.script("""
+        import mindspore as ms
+        from mindspore import amp, nn
+
+        net = nn.SequentialCell(nn.Dense(8, 8), nn.Dropout(p=0.1))
+        opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+        train_net = amp.build_train_network(net, opt, nn.MSELoss(), level="O0")
+        grads = ms.value_and_grad(net, None, opt.parameters)
+        for data, label in [(ms.ops.ones((4, 8)), ms.ops.ones((4, 8)))]:
+            train_net(data, label)
+    """, "built by amp.build_train_network, which calls set_train() (read from the installed MindSpore)"))
+
+    premises = ("trains", "executes", "material")
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         # Whether the mode is set is a fact of the whole program, not of the file building the cell.
         files = ctx.program.files
-        model_api = frozenset(_entry("set_train")["sets_mode"])
-        if any(_sets_train(file) or calls_named(file, model_api) for file in files):
-            return  # set_train() somewhere in the program, or a mindspore.train.Model that sets it itself
+        # mindspore.train.Model, and what the installed MindSpore shows calling set_train() itself
+        # (amp.build_train_network, nn.WithGradCell: knowledge/library_behaviour.toml), or a local subclass.
+        setters = frozenset(_entry("set_train")["sets_mode"]) | train_mode_setters()
+        if any(_sets_train(file) or calls_named(file, setters) for file in files):
+            return
+        if any(ctx.project.constructed_class_names(step.file, step.fact) & setters for step in ctx.program.calls()):
+            return
         names = frozenset(_entry("set_train")["wrappers"])
         for file in files:
             # Built inside a Cell (a custom TrainOneStepCell's __init__): whoever runs that Cell sets the mode.
@@ -691,8 +710,20 @@ class TrainedWithoutSetTrain(ProgramRule):
                     "frozen), PyTorch modules in training mode.")
                 ctx.report(self, file, first.node, message, severity=severity,
                            fix="net.set_train() before the training loop",
-                           premises=(absence_premise(ctx, facts),))
+                           premises=(absence_premise(ctx, facts), _mode_matters(files)))
                 return
+
+
+def _mode_matters(files: list) -> Premise:
+    """`material`: the program builds a layer whose computation depends on the mode (Dropout, BatchNorm)."""
+    layers = frozenset(table("usage")["train_mode_layers"]["calls"])
+    for file in files:
+        found = calls_named(file, layers)
+        if found:
+            return Premise("material", True, f"`{found[0].callee}` at {file.path}:{file.spans[found[0].node].line} "
+                                             "computes differently in inference mode")
+    return Premise("material", False, "no Dropout or BatchNorm is built in the program's files: set_train() changes "
+                                      "only such layers (the network may come from a library acclint does not read)")
 
 
 def _sets_train(facts: FileFacts) -> bool:
