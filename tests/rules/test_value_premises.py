@@ -239,3 +239,56 @@ def test_set_train_missing_without_dropout_or_batchnorm_is_advice(here):
     assert not premise(finding, "material")["proven"]
     assert premise(finding, "material")["evidence"].startswith("no Dropout or BatchNorm is built in the program's files")
     assert finding["severity"] == "info"
+
+
+EMBEDDING_MODEL = """
+    from mindspore import nn
+
+
+    class Classifier(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(100, 8)
+            self.head = nn.Dense(8, 2)
+
+        def construct(self, ids):
+            return self.head(self.emb(ids).mean(1))
+"""
+
+EMBEDDING_TRAIN = """
+    import argparse
+
+    import mindspore as ms
+    from mindspore import nn, ops
+
+    from model import Classifier
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pretrained", default="")
+    args = parser.parse_args()
+    net = Classifier()
+    {load}
+    opt = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+    step.set_train()
+    step(ops.ones((4, 6), ms.int32), ops.ones((4, 2)))
+"""
+
+
+@pytest.mark.parametrize("load, proven, evidence", [
+    ("pass", True, "nothing in the program started by train.py loads a checkpoint or re-initialises `embedding_table`"),
+    ("ms.load_param_into_net(net, ms.load_checkpoint(args.pretrained))", False,
+     "a checkpoint loaded by `ms.load_param_into_net` at train.py:12 replaces the initial values before training"),
+])
+def test_embedding_init_matters_unless_a_checkpoint_replaces_it(here, load, proven, evidence):
+    found = scan(here, {"model.py": EMBEDDING_MODEL, "train.py": EMBEDDING_TRAIN.format(load=load)}, "ACL705")
+    finding = found[("ACL705", 7)]
+    assert premise(finding, "material") == {"premise": "material", "proven": proven, "evidence": evidence}
+    assert finding["severity"] == ("warning" if proven else "info")
+
+
+def test_embedding_init_replaced_only_under_a_flag_is_unproven(here):
+    load = "if args.pretrained:\n        ms.load_param_into_net(net, ms.load_checkpoint(args.pretrained))"
+    found = scan(here, {"model.py": EMBEDDING_MODEL, "train.py": EMBEDDING_TRAIN.format(load=load)}, "ACL705")
+    evidence = premise(found[("ACL705", 7)], "material")["evidence"]
+    assert evidence.startswith("a checkpoint loaded by `ms.load_param_into_net` at train.py:13 under `if args.pretrained`")

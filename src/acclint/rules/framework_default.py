@@ -20,6 +20,7 @@ from acclint.rules.loss_labels import on_purpose, one_hot_labels
 from acclint.rules.param_groups import optimizer_parameters
 from acclint.rules.program_facts import ProgramFacts
 from acclint.rules.values import number
+from acclint.rules.weights_replaced import initial_value_matters, replaced
 
 
 @lru_cache(maxsize=None)
@@ -279,25 +280,71 @@ class EmbeddingInit(MindSporeDefault):
     code = "ACL705"
     name = "mindspore-embedding-init"
     key = "embedding"
+    premises = ("trains", "executes", "material")
     summary = "mindspore.nn.Embedding without `embedding_table` initialises with N(0, 0.01) (PyTorch N(0, 1))"
-    doc = _doc("Reports `mindspore.nn.Embedding(...)` without `embedding_table`.",
+    doc = _doc("Reports `mindspore.nn.Embedding(...)` without `embedding_table`, unless its file replaces the "
+               "table on every run (a checkpoint loaded, `embedding_table.set_data(...)`). The finding's `material` "
+               "premise says whether a program running it replaces the table (then the default never reaches "
+               "training; under a flag, only in runs that set it).",
                "MindSpore's default `embedding_table='normal'` draws from N(0, **0.01**); PyTorch's `nn.Embedding` "
                "from N(0, **1**): 100x smaller initial embeddings, so a from-scratch run starts from another "
                "function (irrelevant only when a checkpoint is loaded over it).",
                "Pass the initialiser explicitly, e.g. `embedding_table=Normal(sigma=1.0)`, or load the same "
                "initial checkpoint on both sides.", "embedding")
     invalid = (Example.script("""
-        from mindspore import nn
+        import mindspore as ms
+        from mindspore import nn, ops
 
-        emb = nn.Embedding(32000, 4096)  # expect: ACL705
+
+        class Classifier(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(100, 8)  # expect: ACL705
+                self.head = nn.Dense(8, 2)
+
+            def construct(self, ids):
+                return self.head(self.emb(ids).mean(1))
+
+
+        net = Classifier()
+        opt = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        step(ops.ones((4, 6), ms.int32), ops.ones((4, 2)))
     """),)
     valid = (Example.script("""
-        from mindspore import nn
-        from mindspore.common.initializer import Normal
+        import mindspore as ms
+        from mindspore import nn, ops
+        from mindspore.common.initializer import Normal, initializer
 
-        emb = nn.Embedding(32000, 4096, embedding_table=Normal(sigma=1.0))
-    """),)
 
+        class Classifier(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(100, 8)
+                self.emb.embedding_table.set_data(initializer(Normal(sigma=1.0), (100, 8)))
+                self.head = nn.Dense(8, 2)
+                self.emb2 = nn.Embedding(100, 8, embedding_table=Normal(sigma=1.0))
+
+            def construct(self, ids):
+                return self.head(self.emb(ids).mean(1) + self.emb2(ids).mean(1))
+
+
+        net = Classifier()
+        opt = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        step(ops.ones((4, 6), ms.int32), ops.ones((4, 2)))
+    """, "the table re-initialised with N(0, 1) by the model itself, or given explicitly"),)
+
+    def judge(self, facts: FileFacts, call: Call, entry: dict) -> Optional[tuple]:
+        judged = super().judge(facts, call, entry)
+        found = replaced(((facts, c) for c in facts.calls if not c.flag_guards), "embedding_table")
+        return None if found is not None else judged  # the file itself replaces the table on every run
+
+    def prove_premise(self, name: str, finding, facts: FileFacts, programs: list, project) -> Optional[Premise]:
+        """`material`: the initial table reaches training unless the program loads a checkpoint or sets it."""
+        return initial_value_matters(programs, "embedding_table") if name == "material" else None
 
 class ConvDefaults(MindSporeDefault):
     code = "ACL706"

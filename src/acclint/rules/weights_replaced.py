@@ -1,0 +1,54 @@
+"""Whether a program replaces the initial value of a layer's weight after building it: a checkpoint
+loaded into the network, or the parameter's data set by the program's own initialisation
+(knowledge/usage.toml, `weights_replaced`). An initialiser default then does not reach training."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from acclint.findings import Premise
+from acclint.knowledge import table
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    return table("usage")["weights_replaced"]
+
+
+def replaced(calls, attribute: str) -> Optional[tuple]:
+    """(file, call, what) of the first of `calls` ((file, Call) pairs) that replaces `attribute`'s data or
+    loads a checkpoint."""
+    loads = frozenset(_table()["checkpoint_loads"])
+    setters = frozenset(_table()["setters"])
+    for file, call in calls:
+        if call.names & loads:
+            return file, call, f"a checkpoint loaded by `{call.callee}`"
+        receiver = call.receiver.dotted if call.receiver is not None else None
+        written = receiver or call.callee.rsplit(".", 1)[0]
+        if call.method in setters and attribute in written.split("."):
+            return file, call, f"`{call.callee}` re-initialising `{attribute}`"
+    return None
+
+
+def at(file, call) -> str:
+    return f"{file.path}:{file.spans[call.node].line}"
+
+
+def initial_value_matters(programs: list, attribute: str) -> Premise:
+    """`material` of a claim about `attribute`'s initial value (ACL705's embedding table): proven when a
+    program running the line does not replace it; replaced only under a flag leaves it unproven; replaced
+    on every run by every program disproves it."""
+    if not programs:
+        return Premise("material", False, "no training program shows whether the initial weights reach training")
+    found = [(program, replaced(((s.file, s.fact) for s in program.calls()), attribute)) for program in programs]
+    for program, replacement in found:
+        if replacement is None:
+            return Premise("material", True, f"nothing in the program started by {program.entry.path} loads a "
+                                             f"checkpoint or re-initialises `{attribute}`")
+    for _, (file, call, what) in found:
+        if call.flag_guards:
+            return Premise("material", False, f"{what} at {at(file, call)} under `if {call.flag_guards[-1].dotted}` "
+                                              "replaces the initial values in runs that set it")
+    file, call, what = found[0][1]
+    return Premise("material", False, f"{what} at {at(file, call)} replaces the initial values before training")
