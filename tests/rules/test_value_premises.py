@@ -292,3 +292,56 @@ def test_embedding_init_replaced_only_under_a_flag_is_unproven(here):
     found = scan(here, {"model.py": EMBEDDING_MODEL, "train.py": EMBEDDING_TRAIN.format(load=load)}, "ACL705")
     evidence = premise(found[("ACL705", 7)], "material")["evidence"]
     assert evidence.startswith("a checkpoint loaded by `ms.load_param_into_net` at train.py:13 under `if args.pretrained`")
+
+
+NUMPY_INIT_MODEL = """
+    import numpy as np
+    import mindspore as ms
+    from mindspore import nn
+
+
+    def kaiming_normal(shape):
+        return ms.Tensor(np.random.normal(0, 0.1, size=shape).astype(np.float32))
+
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.dense = nn.Dense(4, 2, weight_init=kaiming_normal((2, 4)))
+
+        def construct(self, x):
+            return self.dense(x)
+"""
+
+NUMPY_INIT_TRAIN = """
+    import mindspore as ms
+    from mindspore import nn, ops
+
+    from model import Net
+
+    if __name__ == "__main__":
+        net = Net()
+        {load}
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        step(ops.ones((8, 4)), ops.ones((8, 2)))
+"""
+
+
+def test_numpy_draws_that_only_initialise_weights_a_checkpoint_replaces_are_not_material(here):
+    load = 'ms.load_param_into_net(net, ms.load_checkpoint("pretrained.ckpt"))'
+    found = scan(here, {"model.py": NUMPY_INIT_MODEL, "train.py": NUMPY_INIT_TRAIN.format(load=load)}, "ACL103")
+    finding = found[("ACL103", 6)]
+    assert premise(finding, "material") == {
+        "premise": "material", "proven": False,
+        "evidence": "`np.random.normal()` at model.py:7 initialises weights of `Net()` (train.py:7), and the "
+                    "checkpoint loaded by `ms.load_param_into_net` at train.py:8 replaces them before training"}
+    assert finding["severity"] == "info"
+
+
+def test_numpy_draws_for_weights_trained_from_scratch_stay_a_warning(here):
+    found = scan(here, {"model.py": NUMPY_INIT_MODEL, "train.py": NUMPY_INIT_TRAIN.format(load="pass")}, "ACL103")
+    finding = found[("ACL103", 6)]
+    assert "material" not in {p["premise"] for p in finding["premises"]}
+    assert finding["severity"] == "warning"

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from acclint.knowledge import table
 from acclint.knowledge.library import seeders as library_seeders
+from acclint.rules.weights_replaced import draws_replaced
 from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
@@ -82,8 +83,11 @@ class UnseededGenerator(ProgramRule):
         message = f"{self.label} is never seeded in the program started by {ctx.program.entry.path}{detail}.{hint}"
         # Unsafe: seeding changes every random draw the run makes from here on.
         autofix = unsafe_fix(f"add {self.seed_statement[0]}", at_entry_start(ctx, *self.seed_statement))
+        # Draws that only initialise weights a checkpoint then replaces never reach training.
+        replaced = draws_replaced(ctx, self.used_by) if use is not None else None
         self.report_absence(ctx, facts, message, f"call `{self.seed_call}` at the start of the entry point "
-                            "(or a helper that does, e.g. transformers.set_seed)", severity, autofix)
+                            "(or a helper that does, e.g. transformers.set_seed)", severity, autofix,
+                            premises=(replaced,) if replaced is not None else ())
 
 
 _NUMPY_DOC = RuleDoc(

@@ -9,6 +9,8 @@ from typing import Optional
 
 from acclint.findings import Premise
 from acclint.knowledge import table
+from acclint.linter.facts import Call
+from acclint.rules.program_facts import global_draw
 
 
 @lru_cache(maxsize=1)
@@ -52,3 +54,39 @@ def initial_value_matters(programs: list, attribute: str) -> Premise:
                                               "replaces the initial values in runs that set it")
     file, call, what = found[0][1]
     return Premise("material", False, f"{what} at {at(file, call)} replaces the initial values before training")
+
+
+def draws_replaced(ctx, usage: str) -> Optional[Premise]:
+    """`material` of "the program draws from this generator unseeded" (`usage`: "numpy-random" /
+    "python-random"): when every draw of the flow initialises weights inside a model construction and a
+    checkpoint loaded after the last of them replaces those weights, the draws never reach training
+    (disproven; a load under a flag leaves it unproven). None when a draw happens elsewhere."""
+    program, bases = ctx.program, frozenset(table("usage")["models"]["base_classes"])
+    loads = frozenset(_table()["checkpoint_loads"])
+    models, draws = [], []  # open model constructions (steps); (draw step, outermost model step)
+    for step in program.flow:
+        while models and models[-1].depth >= step.depth:
+            models.pop()  # returned from that constructor
+        call = step.fact
+        if not isinstance(call, Call):
+            continue
+        if any(global_draw(name) == usage for name in call.names):
+            if not models:
+                return None  # a draw outside weight initialisation: it reaches training
+            draws.append((step, models[0]))
+        if ctx.project.constructed_class_names(step.file, call) & bases:
+            models.append(step)
+    if not draws:
+        return None
+    last = draws[-1][0].index
+    load = next((s for s in program.flow[last + 1:] if isinstance(s.fact, Call) and s.fact.names & loads), None)
+    if load is None:
+        return None
+    draw, model = draws[0]
+    said = (f"`{draw.fact.callee}()` at {at(draw.file, draw.fact)} initialises weights of `{model.fact.callee}()` "
+            f"({at(model.file, model.fact)}), and the checkpoint loaded by `{load.fact.callee}` at "
+            f"{at(load.file, load.fact)}")
+    if load.fact.flag_guards:
+        return Premise("material", False, f"{said} under `if {load.fact.flag_guards[-1].dotted}` replaces them in "
+                                          "runs that set it")
+    return Premise("material", False, f"{said} replaces them before training")
