@@ -156,35 +156,21 @@ HEAD = """
 """
 
 
-def test_keep_prob_from_a_caller_states_value_and_material(here):
-    found = scan(here, {"train.py": with_step(HEAD.format(passed="dropout_rate=0.1"))}, "ACL704")
-    finding = found[("ACL704", 8)]
-    assert premise(finding, "value") == {"premise": "value", "proven": True,
-                                         "evidence": "`dropout_rate=0.1` passed at train.py:14: keep_prob=0.1"}
-    assert premise(finding, "material") == {"premise": "material", "proven": True,
-                                            "evidence": "keeps 10% of activations where p=0.1 would keep 90%"}
-    assert finding["severity"] == "warning"
+@pytest.mark.parametrize("passed, name, proven, evidence", [
+    ("dropout_rate=0.1", "value", True, "`dropout_rate=0.1` passed at train.py:14: keep_prob=0.1"),
+    ("dropout_rate=0.1", "material", True, "keeps 10% of activations where p=0.1 would keep 90%"),
+    ("1 - 0.1", "value", False, "`1 - ...` at train.py:14: converted to a keep probability by the code"),
+    ("0.5", "material", False, "keep_prob=0.5 keeps what p=0.5 drops: the same dropout either way"),
+])
+def test_keep_prob_a_caller_passes_states_value_and_material(here, passed, name, proven, evidence):
+    finding = scan(here, {"train.py": with_step(HEAD.format(passed=passed))}, "ACL704")[("ACL704", 8)]
+    assert premise(finding, name) == {"premise": name, "proven": proven, "evidence": evidence}
+    assert finding["severity"] == ("warning" if finding["proven"] else "info")
 
 
-def test_keep_prob_converted_by_the_caller_is_advice_that_says_so(here):
-    found = scan(here, {"train.py": with_step(HEAD.format(passed="1 - 0.1"))}, "ACL704")
-    finding = found[("ACL704", 8)]
-    assert premise(finding, "value") == {
-        "premise": "value", "proven": False,
-        "evidence": "`1 - ...` at train.py:14: converted to a keep probability by the code"}
-    assert finding["severity"] == "info"
-
-
-def test_keep_and_drop_probability_of_one_half_is_not_material(here):
-    found = scan(here, {"train.py": with_step(HEAD.format(passed="0.5"))}, "ACL704")
-    finding = found[("ACL704", 8)]
-    assert premise(finding, "material") == {
-        "premise": "material", "proven": False,
-        "evidence": "keep_prob=0.5 keeps what p=0.5 drops: the same dropout either way"}
-    assert finding["severity"] == "info"
-    literal = scan(here, {"train.py": with_step(HEAD.format(passed="0.1").replace("nn.Dropout(dropout_rate)",
-                                                                                   "nn.Dropout(0.5)"))}, "ACL704")
-    assert literal == {}
+def test_a_literal_keep_prob_of_one_half_is_not_reported(here):
+    literal = HEAD.format(passed="0.1").replace("nn.Dropout(dropout_rate)", "nn.Dropout(0.5)")
+    assert scan(here, {"train.py": with_step(literal)}, "ACL704") == {}
 
 
 PINNED = """
