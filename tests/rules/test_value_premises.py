@@ -191,6 +191,7 @@ PINNED = """
 @pytest.mark.parametrize("pin, reported", [
     ('ms.set_context(device_target="CPU")', False),
     ('ms.set_device("GPU")', False),
+    ('dev = "GPU"; ms.set_context(device_target=dev)', False),
     ('ms.set_context(device_target="Ascend")', True),
     ("ms.set_context(device_target=device)", True),  # not a literal: the run may be on Ascend
 ])

@@ -10,6 +10,7 @@ from typing import Optional
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.rules.base import where
+from acclint.rules.values import name_origin
 
 
 @lru_cache(maxsize=1)
@@ -30,10 +31,22 @@ def pinned_devices(ctx: ProgramContext) -> Optional[list]:
         arg = step.fact.arg(pins["keyword"], position)
         if arg is None:
             continue  # set_context(mode=...) without a device
-        if not isinstance(arg.value.literal, str):
+        device = _device(step, arg.value)
+        if device is None:
             return None
-        found.append((arg.value.literal, where(step)))
+        found.append((device, where(step)))
     return found or None
+
+
+def _device(step, value) -> Optional[str]:
+    """A literal device, or a name the file binds to one (`dev = "GPU"` ... `device_target=dev`)."""
+    if isinstance(value.literal, str):
+        return value.literal
+    if value.dotted and "." not in value.dotted:
+        origin = name_origin(step.file, step.fact.scope, value.dotted, step.fact.order)
+        if origin is not None and isinstance(origin.value, str):
+            return origin.value
+    return None
 
 
 def runs_only_off(ctx: ProgramContext, acts_on: list) -> Optional[str]:
