@@ -1304,7 +1304,7 @@ class DropoutInParityRun(ProgramRule):
         `1 - x` written there is the drop probability x converted by the code."""
         arg, keep = probability_arg(step.fact)
         if arg is None:
-            return (1 - default_keep(step.fact) if keep_first(step.fact) else 0.5), "", ""
+            return (1 - default_keep() if keep_first(step.fact) else 0.5), "", ""
         value, converted = arg.value, complement_of(arg.value)
         if converted is not None:  # keep_prob=1 - x drops x; p=1 - x drops 1 - x
             keep, value = not keep, converted

@@ -46,14 +46,15 @@ def complement_of(value: Value) -> Optional[Value]:
     return None
 
 
-def default_keep(call: Call) -> float:
+def default_keep() -> float:
     """What a MindSpore nn.Dropout() without arguments keeps (`keep_prob=0.5`, nn/layer/basic.py)."""
     return _table()["keep_prob_default"]
 
 
 @dataclass(frozen=True)
 class Resolved:
-    """A number for a name, or why not: `value` None with `why`; `converted` when the code wrote `1 - x`."""
+    """A number for a probability and where it comes from (`evidence`); `value` None when not a number
+    acclint can tell; `converted` when the code wrote `1 - x` (a probability turned into its complement)."""
 
     value: Optional[float]
     evidence: str
