@@ -216,6 +216,16 @@ class Project:
         self._constructed_cache: dict = {}  # (abspath, call node) -> constructed_class_names
         self._documentation = Documentation()
         self._documented_cache: dict = {}  # entry abspath -> [DocumentedLaunch]
+        # What rules derive from a program once every program is known (linter.proof: a premise proven
+        # from the programs running a line), computed once per (key, program) however many findings ask.
+        self._derived: dict = {}
+
+    def derived(self, key: str, program, compute):
+        """`compute(program)`, once per scan for this key and program."""
+        slot = (key, program.entry.abspath)
+        if slot not in self._derived:
+            self._derived[slot] = compute(program)
+        return self._derived[slot]
 
     def add(self, files: list = (), shells: list = ()) -> None:
         for file in files:

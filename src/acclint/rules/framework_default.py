@@ -344,7 +344,7 @@ class EmbeddingInit(MindSporeDefault):
 
     def prove_premise(self, name: str, finding, facts: FileFacts, programs: list, project) -> Optional[Premise]:
         """`material`: the initial table reaches training unless the program loads a checkpoint or sets it."""
-        return initial_value_matters(programs, "embedding_table") if name == "material" else None
+        return initial_value_matters(project, programs, "embedding_table") if name == "material" else None
 
 class ConvDefaults(MindSporeDefault):
     code = "ACL706"
@@ -546,7 +546,9 @@ class SoftmaxCrossEntropyDefaults(KeywordsDefault):
         if not programs:
             return Premise("value", False, f"no training program shows which labels reach {facts.path}:"
                                            f"{finding.line}")
-        encoded = one_hot_labels(f for program in programs for f in program.files)
+        encoded = next((found for program in programs
+                        if (found := project.derived("one-hot labels", program, lambda p: one_hot_labels(p.files)))),
+                       None)
         holds = [k for k in left if k != "sparse" or encoded is None]
         if not holds:
             return Premise("value", False, f"labels one-hot encoded by {encoded}: sparse=False is what they need")

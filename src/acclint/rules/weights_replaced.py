@@ -37,13 +37,15 @@ def at(file, call) -> str:
     return f"{file.path}:{file.spans[call.node].line}"
 
 
-def initial_value_matters(programs: list, attribute: str) -> Premise:
+def initial_value_matters(project, programs: list, attribute: str) -> Premise:
     """`material` of a claim about `attribute`'s initial value (ACL705's embedding table): proven when a
     program running the line does not replace it; replaced only under a flag leaves it unproven; replaced
     on every run by every program disproves it."""
     if not programs:
         return Premise("material", False, "no training program shows whether the initial weights reach training")
-    found = [(program, replaced(((s.file, s.fact) for s in program.calls()), attribute)) for program in programs]
+    found = [(program, project.derived(f"replaces {attribute}", program,
+                                       lambda p: replaced(((s.file, s.fact) for s in p.calls()), attribute)))
+             for program in programs]
     for program, replacement in found:
         if replacement is None:
             return Premise("material", True, f"nothing in the program started by {program.entry.path} loads a "
