@@ -76,6 +76,8 @@ def in_file(file: FileFacts, call: Call, arg: Arg) -> Optional[Resolved]:
         return Resolved(None, f"`1 - {complement_of(value).dotted or '...'}` at {_line(file, call.node)}",
                         converted=True)
     name = value.dotted or ""
+    if name.startswith("self.") and name.count(".") == 1:
+        return _attribute(file, call, name)
     if not name or "." in name:
         return None
     rebound = [a for a in file.name_assignments if a.scope == call.scope and a.name == name and a.order < call.order]
@@ -92,6 +94,22 @@ def in_file(file: FileFacts, call: Call, arg: Arg) -> Optional[Resolved]:
     origin = name_origin(file, call.scope, name, call.order)
     if origin is not None and number(origin.value):
         return Resolved(origin.value, f"{origin.what} ({origin.where})")
+    return None
+
+
+def _attribute(file: FileFacts, call: Call, name: str) -> Optional[Resolved]:
+    """`self.x` as the class of `call` last assigns it in its methods before use (`self.keep = 1 - drop`)."""
+    function = enclosing_function(file, call.scope)
+    owner = function.owner if function is not None else None
+    written = [a for a in file.assignments if a.target == name and owner is not None
+               and getattr(file.functions.get(a.scope), "owner", None) == owner]
+    if not written:
+        return None
+    last = written[-1]
+    if complement_of(last.value) is not None:
+        return Resolved(None, f"`{name} = 1 - ...` at {_line(file, last.node)}", converted=True)
+    if number(last.value.literal):
+        return Resolved(last.value.literal, f"`{name} = {last.value.literal}` at {_line(file, last.node)}")
     return None
 
 

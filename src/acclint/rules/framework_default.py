@@ -232,9 +232,11 @@ class DropoutKeepProb(MindSporeDefault):
                 self.attn = nn.Dropout(attn_drop)
                 self.legacy = nn.Dropout(keep_prob=0.9)
                 self.new = nn.Dropout(p=0.1)
+                self.proj_drop = 1 - dropout_rate
+                self.proj = nn.Dropout(self.proj_drop)
 
             def construct(self, x):
-                return self.drop(self.dense(self.attn(self.path(self.legacy(self.new(x))))))
+                return self.proj(self.drop(self.dense(self.attn(self.path(self.legacy(self.new(x)))))))
 
 
         net = Head(dropout_rate=0.1)
