@@ -40,3 +40,9 @@ def test_tfrecord_reader_sorts_its_files():
     found = library.sorted_input({"mindspore.dataset.TFRecordDataset"})
     assert found["parameter"] == "dataset_files" and found["file"].endswith("datasets_standard_format.py")
     assert library.sorted_input({"tensorflow.data.TFRecordDataset"}) is None
+
+
+def test_library_calls_that_set_the_train_mode_are_read_from_the_source():
+    setters = library.train_mode_setters()
+    assert {"mindspore.amp.build_train_network", "mindspore.nn.WithGradCell"} <= setters
+    assert "mindspore.nn.TrainOneStepCell" not in setters  # its __init__ leaves the mode alone
