@@ -332,3 +332,24 @@ def test_numpy_draws_for_weights_trained_from_scratch_stay_a_warning(here):
     finding = found[("ACL103", 6)]
     assert "material" not in {p["premise"] for p in finding["premises"]}
     assert finding["severity"] == "warning"
+
+
+def test_groups_a_local_function_returns_are_followed(here):
+    found = scan(here, {"train.py": with_step("""
+        from mindspore import nn, ops
+
+
+        def init_group_params(net, lr):
+            group_params = [{"params": net.trainable_params(), "lr": lr}, {"order_params": net.trainable_params()}]
+            return group_params
+
+
+        net = nn.Dense(4, 2)
+        loss_fn = nn.MSELoss()
+        group_params = init_group_params(net, 0.01)
+        opt = nn.SGD(group_params)
+        adam = nn.AdamWeightDecay(group_params, learning_rate=0.01, eps=1e-8)
+    """)}, "ACL708", "ACL709")
+    assert list(found) == [("ACL708", 13)]
+    assert premise(found[("ACL708", 13)], "value")["evidence"] == (
+        "group 1 of `group_params` (train.py:5) carries no `weight_decay`: the default applies")

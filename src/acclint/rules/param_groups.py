@@ -78,4 +78,20 @@ def optimizer_parameters(file: FileFacts, call: Call) -> Optional[Parameters]:
              if a.scope == call.scope and a.name == value.dotted and a.order < call.order]
     if bound and _plain(bound[-1].value):
         return Parameters(text, here, plain=True)
+    returned = _returned_groups(file, bound[-1].value) if bound else None
+    if returned is not None:
+        return Parameters(text, _line(file, returned[1]), groups=returned[0])
     return Parameters(text, here)
+
+
+def _returned_groups(file: FileFacts, value: Value):
+    """(ParamGroups, node) that a function of this file returns by name (`return group_params`), for a
+    name bound from calling it (`group_params = init_group_params(net)`)."""
+    if not (value.base_call and value.base and not value.chain and value.base in file.functions):
+        return None
+    for ret in file.returns:
+        if ret.scope == value.base and ret.value.dotted and "." not in ret.value.dotted:
+            constant = file.constants.get((value.base, ret.value.dotted))
+            if constant is not None and isinstance(constant[0], ParamGroups):
+                return constant
+    return None
