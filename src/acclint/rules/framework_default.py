@@ -14,8 +14,8 @@ from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.base import ProgramRule, absence, absence_premise
-from acclint.rules.flow import calls_named, calls_with_method
 from acclint.rules.dropout_values import Resolved, in_file, keep_premises, noise, through_program
+from acclint.rules.flow import calls_named, calls_with_method
 from acclint.rules.loss_labels import on_purpose, one_hot_labels
 from acclint.rules.param_groups import optimizer_parameters
 from acclint.rules.program_facts import ProgramFacts

@@ -7,7 +7,6 @@ from typing import ClassVar
 
 from acclint.knowledge import table
 from acclint.knowledge.library import seeders as library_seeders
-from acclint.rules.weights_replaced import draws_replaced
 from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
@@ -16,6 +15,7 @@ from acclint.rules.base import ProgramRule, absence, absence_premise, at_entry_s
 from acclint.rules.data_loading import loader_draws
 from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts, first_model_label
+from acclint.rules.weights_replaced import draws_replaced
 from acclint.linter.documented import display_beside
 from acclint.rules.flags import documented_starts, passed_by_launch, runs_only_when
 
