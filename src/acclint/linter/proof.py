@@ -28,7 +28,7 @@ from acclint.findings import Finding, Premise
 from acclint.knowledge import table
 from acclint.linter.facts import Call
 from acclint.linter.frameworks import file_frameworks
-from acclint.linter.project import Program, launch_trains, training_role
+from acclint.linter.project import Program, is_entry_candidate, launch_trains, training_role
 
 
 def is_open(premise: Premise) -> bool:
@@ -95,6 +95,9 @@ class Prover:
                 return proof
         if proofs:
             return proofs[0]
+        facts = self.files.get(finding.path)
+        if facts is not None and is_entry_candidate(facts):  # a script that runs, but does not train
+            return Premise("trains", False, f"no optimizer step or training call is reached from {finding.path}")
         return Premise("trains", False, f"no training program found that runs {finding.path}")
 
     def training(self, program: Program) -> Premise:
