@@ -132,6 +132,12 @@ class ComparisonResult:
             {"version": REPORT_VERSION, "ok": self.ok, "mismatches": [m.to_dict() for m in self.mismatches]}
         )
 
+    @property
+    def tolerances(self) -> str:
+        """The tolerances the verdict names (a dump comparison states its own)."""
+        return (f"rtol {self.rtol:g}, atol {self.atol:g}, update rtol {self.update_rtol:g}, "
+                f"activation rtol {self.activation_rtol:g}")
+
     def verdict(self) -> str:
         from acclint.runtime_checks.compare.verdict import render_text
 
