@@ -45,6 +45,7 @@ CASES = {
     "torch_mix_md5": {"summary": "md5"},
     "torch_mix_md5_rerun": {"summary": "md5"},
     "torch_L0_gelu": {"level": "L0", "act": "gelu"},
+    "torch_L1_gelu": {"level": "L1", "act": "gelu"},
     "ms_L0": {"framework": "mindspore", "level": "L0"},
     "ms_L0_gelu": {"framework": "mindspore", "level": "L0", "act": "gelu"},
     "torch_dist_mix": {"ranks": 2},

@@ -180,11 +180,13 @@ class _Walk:
             self.roots.append(self.reading.mismatches[stage][-1])
             self._mark_ancestors(node)
             return
-        cause = self._cause(node, partner) if not inputs else self._gap_cause(node)
-        mismatch = self.reading.add(stage, Mismatch(
-            kind, label, values.view(a), values.view(b),
-            f"first diverging node: {label}, {stats}; {cause}" if not self.roots else
-            f"{label} diverges on its own too ({stats}); {cause}"))
+        if inputs:
+            name, message = self._gap_cause(node, stats)
+        else:
+            name, message = label, f"first diverging node: {label}, {stats}; {self._cause(node, partner)}"
+        if self.roots:
+            message = f"{label} diverges on its own too ({stats}); " + message.split("; ", 1)[-1]
+        mismatch = self.reading.add(stage, Mismatch(kind, name, values.view(a), values.view(b), message))
         self.roots.append(mismatch)
         self._mark_ancestors(node)
 
@@ -208,22 +210,27 @@ class _Walk:
                            "precision, or a setting the dump does not record)")
         return "its inputs and parameters agree: " + "; ".join(reasons)
 
-    def _gap_cause(self, node: Node) -> str:
-        """A node whose inputs differ with no root before it: the cause ran between it and the last agreeing node."""
-        after = f"after {self.last_ok.name.label} agreed" if self.last_ok else "before it, from the first recorded call"
+    def _gap_cause(self, node: Node, stats: str) -> tuple[str, str]:
+        """A node whose inputs differ with no root before it: the cause ran between it and the last
+        agreeing node. (mismatch name, message)"""
+        label = node.name.label
+        after = f"{self.last_ok.name.label}, which agreed," if self.last_ok else "the first recorded call"
         left = sorted({n.name.label for side, n in self.unmatched_since_ok if side == "left"})
-        notes = [note for _, n in self.unmatched_since_ok if not n.name.is_module and (note := fused_op(n.name.api))]
+        right_nodes = self._right_gap(node)
+        right = sorted({n.name.label for n in right_nodes})
+        gap = [n for _, n in self.unmatched_since_ok] + right_nodes
+        notes = list(dict.fromkeys(note for n in gap if not n.name.is_module and (note := fused_op(n.name.api))))
         self.reading.static_notes.extend(notes)
-        if left or self._right_gap(node):
-            right = self._right_gap(node)
-            shown = (f"{', '.join(left) or 'nothing'} on the left only, {', '.join(right) or 'nothing'} on the right "
-                     "only")
-            return (f"its inputs already differ {after}, and in between the runs called different ops: {shown}"
-                    + (f"; {'; '.join(notes)}" if notes else ""))
-        return (f"its inputs already differ {after}: the difference lies in code between them that the dump "
-                "does not record (dump at mix or L1 to record the API calls)")
+        if left or right:
+            name = f"{', '.join(left) or 'nothing'} -> {', '.join(right) or 'nothing'}"
+            return name, (f"first difference: the runs call {', '.join(left) or 'nothing'} on the left where the "
+                          f"right calls {', '.join(right) or 'nothing'}, between {after} and {label}, whose inputs "
+                          f"therefore differ (its {stats})" + (f"; {'; '.join(notes)}" if notes else ""))
+        return label, (f"first diverging node: {label}, {stats}; its inputs already differ after {after}: the "
+                       "difference lies in code between them that the dump does not record (dump at mix or L1 to "
+                       "record the API calls)")
 
-    def _right_gap(self, node: Node) -> list[str]:
+    def _right_gap(self, node: Node) -> list[Node]:
         """The right side's forward nodes without a partner between the partner of the last agreeing node and this one."""
         nodes = self.right.nodes
         partner = self.partners.get(self.lk.key(node.name))
@@ -231,8 +238,7 @@ class _Walk:
         start = nodes.index(last) + 1 if last is not None else 0
         end = nodes.index(partner) if partner is not None else len(nodes)
         left_keys = {self.lk.key(n.name) for n in self.left.nodes}
-        return sorted({n.name.label for n in nodes[start:end]
-                       if n.name.direction == "forward" and self.rk.key(n.name) not in left_keys})
+        return [n for n in nodes[start:end] if n.name.direction == "forward" and self.rk.key(n.name) not in left_keys]
 
     def _mark_ancestors(self, node: Node) -> None:
         raw = self.parents.get(node.name.raw)

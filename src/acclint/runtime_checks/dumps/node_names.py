@@ -33,10 +33,10 @@ class NodeName:
 
     @property
     def label(self) -> str:
-        """How the verdict names the node: msprobe's own name without the direction and count."""
+        """How the verdict names the node: msprobe's own name without the direction (and a module's first call)."""
         if self.is_module:
-            return f"{self.prefix}.{self.path + '.' if self.path else ''}{self.cls}"
-        return f"{self.prefix}.{self.api}"
+            return f"{self.prefix}.{self.path + '.' if self.path else ''}{self.cls}" + (f".{self.call}" if self.call else "")
+        return f"{self.prefix}.{self.api}.{self.call}"
 
 
 def parse_node_name(name: str) -> NodeName | None:
