@@ -276,3 +276,19 @@ def test_a_fingerprint_compares_with_a_dump_where_both_record_the_same(tmp_path,
     [cause] = causes(changed)
     assert cause.name == "Module.act.GELU"
     assert "the module is GELU on the left, ReLU on the right" in cause.message
+
+
+# ---------------------------------------------------------------------------- HTML report
+def test_the_html_report_shows_a_dump_comparison(tmp_path):
+    from acclint.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n")
+    output = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(script), "--fingerprints", str(dump("torch_mix")),
+                                       str(dump("torch_mix_gelu")), "-o", str(output)])
+    assert result.exit_code == 0, result.output
+    page = output.read_text(encoding="utf-8")
+    assert "Module.act.ReLU" in page
+    assert "the module is ReLU on the left, GELU on the right" in page
+    assert "an msprobe dump does not record it" in page  # stages a dump lacks: not compared, not passed
