@@ -113,7 +113,7 @@ class _Walk:
     # ------------------------------------------------------------------ data and weights
     def _batch(self, node: Node, partner: Node) -> None:
         self.reading.recorded.add("data")
-        found = values.first_difference(node.tensors("inputs"), partner.tensors("inputs"))
+        found = values.first_difference(node.inputs, partner.inputs)
         if found:
             path, a, b = found
             self.reading.add("data", Mismatch(
@@ -153,14 +153,14 @@ class _Walk:
         stage, kind = ("loss", "loss") if loss else ("forward", "activation")
         if loss:
             self.reading.recorded.add("loss")
-        out = values.first_difference(node.tensors("outputs"), partner.tensors("outputs"))
+        out = values.first_difference(node.outputs, partner.outputs)
         if out is None:
             self.last_ok, self.unmatched_since_ok = node, []
             return
         path, a, b = out
         stats = f"output {path.removeprefix('out.') or '0'}: {values.text(a)} vs {values.text(b)}"
         label = node.name.label
-        inputs = values.first_difference(node.tensors("inputs"), partner.tensors("inputs"))
+        inputs = values.first_difference(node.inputs, partner.inputs)
         params = [leaf for leaf in node.parameters if leaf in partner.parameters
                   and not values.tensors_agree(node.parameters[leaf], partner.parameters[leaf])]
         if node.name.raw in self.containing or (self.roots and inputs):
@@ -254,15 +254,17 @@ class _Walk:
     # ------------------------------------------------------------------ backward
     def _backward(self, node: Node, partner: Node) -> None:
         self.reading.recorded.add("grads")
-        out = values.first_difference(node.tensors("outputs"), partner.tensors("outputs"))
+        out = values.first_difference(node.outputs, partner.outputs)
         if out is None:
             return
         _path, a, b = out
         if node.name.direction == "parameters_grad":
-            for leaf, value in node.outputs:
-                other = dict(partner.outputs).get(leaf)
-                if other is not None and values.first_difference([(leaf, value)], [(leaf, other)]):
-                    name = f"{node.name.path}.{leaf.split('.')[0]}" if node.name.path else leaf.split(".")[0]
+            for leaf, value in node.outputs.items():
+                other = partner.outputs.get(leaf)
+                found = values.first_difference({leaf: value}, {leaf: other}) if other is not None else None
+                if found:
+                    _, value, other = found
+                    name = f"{node.name.path}.{leaf}" if node.name.path else leaf
                     self.reading.add("grads", Mismatch(
                         "grad-norm", name, values.view(value), values.view(other),
                         f"gradient of {name}: {values.text(value)} vs {values.text(other)}",
@@ -270,7 +272,7 @@ class _Walk:
             return
         label = f"{node.name.label} (backward)"
         origin = self._backward_origin()
-        inputs = values.first_difference(node.tensors("inputs"), partner.tensors("inputs"))
+        inputs = values.first_difference(node.inputs, partner.inputs)
         if origin is None and not inputs:
             cause = self._cause(node, partner)
             self.backward_root = self.reading.add("grads", Mismatch(
@@ -297,16 +299,16 @@ class _Walk:
         differences = values.scalar_differences(node.inputs, partner.inputs)
         for path, a, b in differences:
             argument = path.split(".")[-1]
-            named = entry and (argument == entry["argument"] or path == f"args.{entry['position'] - 1}")
+            named = entry and (argument == entry["argument"] or path == f"args.{entry['position']}")
             hparam = entry["hparam"] if named else f"{node.name.api} {argument}"
             self.optimizer.setdefault((hparam, f"{node.name.prefix}.{node.name.api} {argument}", a, b), []).append(
                 entry["relation"] if named else "")
-        out = values.first_difference(node.tensors("outputs"), partner.tensors("outputs"))
+        out = values.first_difference(node.outputs, partner.outputs)
         if out is None:
             return
         _path, a, b = out
         label = f"{node.name.label}.{node.name.call}"
-        inputs = values.first_difference(node.tensors("inputs"), partner.tensors("inputs"))
+        inputs = values.first_difference(node.inputs, partner.inputs)
         consequence = "optimizer-hparam" if differences else ("grad-norm" if inputs else None)
         self.reading.add("update", Mismatch(
             "update", label, values.view(a), values.view(b),

@@ -12,15 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from acclint.runtime_checks.dumps.node_names import parse_node_name
-from acclint.runtime_checks.dumps.reader import DumpRank, Node, Tensor, normalise_dtype
+from acclint.runtime_checks.dumps.reader import STAT_NAMES, DumpRank, Node, Tensor, normalise_dtype
 from acclint.runtime_checks.model.fingerprint import Fingerprint, TensorRecord, ValueRecord
 
 PREFIX = {"torch": "Module", "mindspore": "Cell"}
-KEPT = ("max", "min", "mean", "norm")
 
 
 def _tensor(record: ValueRecord | TensorRecord) -> Tensor:
-    stats = {key: float(record.stats[key]) for key in KEPT if key in record.stats}
+    stats = tuple(float(record.stats[key]) if key in record.stats else None for key in STAT_NAMES)
     return Tensor(normalise_dtype(record.dtype), tuple(record.shape), stats, None)
 
 
@@ -39,11 +38,11 @@ def fingerprint_as_dump(fp: Fingerprint, path: str | Path) -> DumpRank:
         if name is None:
             continue
         node = nodes.setdefault(name.raw, Node(name))
-        leaves = [(f"{'args' if record.io == 'input' else 'out'}.{v.path or '0'}", _tensor(v)) for v in record.values]
+        leaves = [_tensor(value) for value in record.values]
         if record.io == "input":
-            node.inputs = leaves
+            node.inputs = {"args": leaves, "kwargs": {}}
         else:
-            node.outputs = leaves
+            node.outputs = {"out": leaves}
             if record.call == 0:
                 node.parameters = params.get(record.name, {})
     grads = fp.step.grad_norms if fp.step else {}
@@ -52,9 +51,9 @@ def fingerprint_as_dump(fp: Fingerprint, path: str | Path) -> DumpRank:
         if name is None:
             continue
         node = Node(name)
-        node.outputs = [(leaf, Tensor("", _shape(fp, f"{module}.{leaf}"), {"norm": float(norm)}, None))
+        node.outputs = {leaf: [Tensor("", _shape(fp, full), (None, None, None, float(norm)), None)]
                         for full, norm in grads.items() if norm is not None
-                        for leaf in [full.rpartition(".")[2]] if full.rpartition(".")[0] == module]
+                        for leaf in [full.rpartition(".")[2]] if full.rpartition(".")[0] == module}
         nodes[name.raw] = node
     return DumpRank(Path(path), "rank0", fp.framework, "acclint fingerprint", "fingerprint", list(nodes.values()))
 

@@ -10,15 +10,15 @@ A module path may hold dots itself (`layers.0.mlp`), so names are read from the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 MODULE_PREFIXES = ("Module", "Cell")
 DIRECTIONS = ("forward", "backward")
 _COUNT = re.compile(r"\d+")
 
 
-@dataclass(frozen=True)
-class NodeName:
+class NodeName(NamedTuple):  # a tuple, not a dataclass: a large dump has hundreds of thousands
     raw: str
     prefix: str  # "Module", "Cell", "Functional", "Tensor", ...
     direction: str  # "forward", "backward" or "parameters_grad"
@@ -39,6 +39,7 @@ class NodeName:
         return f"{self.prefix}.{self.api}.{self.call}"
 
 
+@lru_cache(maxsize=1 << 20)  # both sides of a same-framework comparison share their names
 def parse_node_name(name: str) -> NodeName | None:
     """The parts of an msprobe node name; None for a name of another shape (left out, not guessed)."""
     parts = name.split(".")

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from acclint.runtime_checks.dumps.node_names import NodeName, parse_node_name
 from acclint.runtime_checks.model.errors import FingerprintError
 
-STAT_KEYS = (("Max", "max"), ("Min", "min"), ("Mean", "mean"), ("Norm", "norm"))
+STAT_NAMES = ("max", "min", "mean", "norm")  # the order of Tensor.stats, msprobe's Max, Min, Mean, Norm
 
 
 class DumpError(FingerprintError):
@@ -30,11 +30,12 @@ class DumpError(FingerprintError):
 
 
 class Tensor:
-    """One tensor's summary: normalised dtype, shape, statistics, md5 (None unless summary_mode md5)."""
+    """One tensor's summary: normalised dtype, shape, statistics (max, min, mean, norm; None where not
+    recorded), md5 (None unless summary_mode md5). Tuples, not dicts: a large dump holds millions."""
 
     __slots__ = ("dtype", "shape", "stats", "md5")
 
-    def __init__(self, dtype: str, shape: tuple[int, ...], stats: dict[str, float], md5: str | None) -> None:
+    def __init__(self, dtype: str, shape: tuple[int, ...], stats: tuple[float | None, ...], md5: str | None) -> None:
         self.dtype, self.shape, self.stats, self.md5 = dtype, shape, stats, md5
 
     @property
@@ -43,6 +44,9 @@ class Tensor:
         for size in self.shape:
             count *= size
         return count
+
+    def named_stats(self) -> dict[str, float]:
+        return {name: value for name, value in zip(STAT_NAMES, self.stats) if value is not None}
 
 
 class Scalar:
@@ -57,23 +61,16 @@ class Scalar:
         return f"{self.value!r}"
 
 
-Value = Any  # Tensor, Scalar, None, or a list / dict of them (nested arguments)
-
-
 @dataclass
 class Node:
-    """One entry of dump.json."""
+    """One entry of dump.json. `inputs` is {"args": [...], "kwargs": {...}} and `outputs` {"out": [...]}
+    (for parameters_grad {parameter: [gradient]}), nested as msprobe wrote them, with Tensor and
+    Scalar leaves: paths ("args.0", "kwargs.alpha") are spelled only for what differs."""
 
     name: NodeName
-    inputs: list[tuple[str, Value]] = field(default_factory=list)  # (argument path, leaf) in order
-    outputs: list[tuple[str, Value]] = field(default_factory=list)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
     parameters: dict[str, Tensor] = field(default_factory=dict)  # module weights at this forward call
-
-    def tensors(self, which: str) -> list[tuple[str, Tensor]]:
-        return [(path, value) for path, value in getattr(self, which) if isinstance(value, Tensor)]
-
-    def scalars(self) -> list[tuple[str, Scalar]]:
-        return [(path, value) for path, value in self.inputs if isinstance(value, Scalar)]
 
 
 @dataclass
@@ -94,40 +91,39 @@ def normalise_dtype(dtype: Any) -> str:
     return text.rsplit(".", 1)[-1].lower()
 
 
+_DTYPES: dict[Any, str] = {}  # raw spelling -> normalised: a dump has a handful of dtypes and millions of tensors
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _compact(entry: dict[str, Any]) -> Any:
     """object_hook: a tensor summary becomes a Tensor, a non-tensor argument a Scalar."""
+    get = entry.get
     if "Max" in entry or "md5" in entry or ("dtype" in entry and "shape" in entry):
-        stats = {short: float(entry[key]) for key, short in STAT_KEYS if isinstance(entry.get(key), (int, float))}
-        return Tensor(normalise_dtype(entry.get("dtype")), tuple(entry.get("shape") or ()), stats, entry.get("md5"))
+        raw = get("dtype")
+        dtype = _DTYPES.get(raw)
+        if dtype is None:
+            dtype = _DTYPES.setdefault(raw, normalise_dtype(raw))
+        stats = high, low, mean, norm = get("Max"), get("Min"), get("Mean"), get("Norm")
+        if not (type(high) is float and type(low) is float and type(mean) is float and type(norm) is float):
+            stats = tuple(_number(value) for value in stats)
+        return Tensor(dtype, tuple(get("shape") or ()), stats, get("md5"))
     if "type" in entry and "value" in entry and len(entry) <= 3:
         return Scalar(str(entry["type"]), entry["value"])
     return entry
-
-
-def _leaves(value: Value, path: str) -> Iterator[tuple[str, Value]]:
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _leaves(item, f"{path}.{index}" if path else str(index))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}" if path else str(key))
-    else:
-        yield path, value
 
 
 def _node(name: str, entry: Any) -> Node | None:
     parsed = parse_node_name(name)
     if parsed is None or not isinstance(entry, dict):
         return None
-    node = Node(parsed)
     if parsed.direction == "parameters_grad":
-        node.outputs = [(key, value) for key, value in _leaves(entry, "") if value is not None]
-        return node
-    node.inputs = list(_leaves(entry.get("input_args", entry.get("input", [])), "args"))
-    node.inputs += list(_leaves(entry.get("input_kwargs", {}), "kwargs"))
-    node.outputs = list(_leaves(entry.get("output", []), "out"))
-    node.parameters = {k: v for k, v in (entry.get("parameters") or {}).items() if isinstance(v, Tensor)}
-    return node
+        return Node(parsed, outputs={key: value for key, value in entry.items() if value is not None})
+    parameters = entry.get("parameters") or {}
+    return Node(parsed, {"args": entry.get("input_args", entry.get("input", [])), "kwargs": entry.get("input_kwargs", {})},
+                {"out": entry.get("output", [])}, {k: v for k, v in parameters.items() if isinstance(v, Tensor)})
 
 
 FRAMEWORKS = {"pytorch": "torch", "mindspore": "mindspore"}

@@ -3,10 +3,11 @@ non-tensor arguments by value (at float32 resolution)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from acclint.knowledge import table
-from acclint.runtime_checks.compare.forward_compare import stats_close
+import math
+
 from acclint.runtime_checks.dumps.reader import Scalar, Tensor
 from acclint.runtime_checks.model.optimizers import values_equal
 
@@ -31,52 +32,78 @@ def _short(value: float) -> str:
 
 
 def tensors_agree(a: Tensor, b: Tensor) -> bool:
+    """Equal md5, or every statistic both sides recorded within atol + rtol * scale: the larger norm for
+    the norm, the larger RMS for max, min and mean (as forward_compare.stats_close judges activations;
+    written over the dump's stats tuples because a large dump compares millions of them)."""
     if a.shape != b.shape:
         return False
-    if a.md5 is not None and b.md5 is not None and a.md5 == b.md5:
+    if a.md5 is not None and a.md5 == b.md5:
         return True
-    if not a.stats or not b.stats:  # an md5-only summary with different checksums
-        return a.md5 == b.md5 and a.md5 is not None
-    # The looser of the two dtypes: a bf16 side is judged by bf16's rounding step.
-    rtol = max(rtol_for(a.dtype), rtol_for(b.dtype))
-    return stats_close(a.stats, b.stats, max(1, a.numel), rtol, tolerances()["atol"], ("norm", "mean", "min", "max"))
-
-
-def first_difference(left: list[tuple[str, Any]], right: list[tuple[str, Any]]) -> tuple[str, Any, Any] | None:
-    """The first (path, left, right) whose values differ, matching by path; a tensor present on one
-    side only counts as a difference, a missing non-tensor argument does not (frameworks differ there)."""
-    others = dict(right)
-    for path, value in left:
-        if path not in others:
-            if isinstance(value, Tensor):
-                return path, value, None
+    if a.stats[3] is None and b.stats[3] is None and a.md5 is not None:  # md5-only summaries, unequal
+        return False
+    limits = tolerances()
+    rtol = max(limits.get(a.dtype, limits["default"]), limits.get(b.dtype, limits["default"]))
+    atol = limits["atol"]
+    norm = max(abs(a.stats[3] or 0.0), abs(b.stats[3] or 0.0))
+    rms = norm / math.sqrt(max(1, a.numel))
+    for index, (x, y) in enumerate(zip(a.stats, b.stats)):
+        if x is None or y is None:
             continue
-        other = others[path]
-        if isinstance(value, Tensor) and isinstance(other, Tensor):
-            if not tensors_agree(value, other):
-                return path, value, other
-        elif isinstance(value, Scalar) and isinstance(other, Scalar):
-            if not values_equal(value.value, other.value):
-                return path, value, other
-        elif isinstance(value, Tensor) != isinstance(other, Tensor):
-            return path, value, other
-    mine = {path for path, _ in left}
-    for path, value in right:
-        if path not in mine and isinstance(value, Tensor):
-            return path, None, value
+        if not (math.isfinite(x) and math.isfinite(y)):
+            if not (x == y or (math.isnan(x) and math.isnan(y))):
+                return False
+        elif abs(x - y) > atol + rtol * (norm if index == 3 else rms):
+            return False
+    return True
+
+
+_ABSENT = object()
+
+
+def _leaf_pairs(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any, Any]]:
+    """(parent path, key, left leaf, right leaf) of two nested argument structures, walked together;
+    a side without the key gives _ABSENT. Path strings are built only for nested containers."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        items = [(k, a[k], b.get(k, _ABSENT)) for k in a] + [(k, _ABSENT, b[k]) for k in b if k not in a]
+    elif isinstance(a, list) and isinstance(b, list):
+        items = [(i, x, b[i] if i < len(b) else _ABSENT) for i, x in enumerate(a)]
+        items += [(i, _ABSENT, b[i]) for i in range(len(a), len(b))]
+    else:
+        return
+    for key, x, y in items:
+        if isinstance(x, (list, dict)) and type(x) is type(y):
+            yield from _leaf_pairs(x, y, f"{path}.{key}" if path else str(key))
+        else:
+            yield path, key, x, y
+
+
+def _joined(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def first_difference(left: Any, right: Any) -> tuple[str, Any, Any] | None:
+    """The first (path, left, right) tensor pair that differs; a tensor present on one side only counts
+    as a difference, non-tensor arguments are left to scalar_differences."""
+    for path, key, x, y in _leaf_pairs(left, right, ""):
+        x_tensor, y_tensor = type(x) is Tensor, type(y) is Tensor
+        if x_tensor and y_tensor:
+            if not tensors_agree(x, y):
+                return _joined(path, key), x, y
+        elif x_tensor or y_tensor:
+            return _joined(path, key), (x if x_tensor else None), (y if y_tensor else None)
     return None
 
 
-def scalar_differences(left: list[tuple[str, Any]], right: list[tuple[str, Any]]) -> list[tuple[str, Any, Any]]:
-    others = {path: value for path, value in right if isinstance(value, Scalar)}
-    return [(path, value.value, others[path].value) for path, value in left
-            if isinstance(value, Scalar) and path in others and not values_equal(value.value, others[path].value)]
+def scalar_differences(left: Any, right: Any) -> list[tuple[str, Any, Any]]:
+    """(path, left value, right value) of the non-tensor arguments both sides pass with other values."""
+    return [(_joined(path, key), x.value, y.value) for path, key, x, y in _leaf_pairs(left, right, "")
+            if type(x) is Scalar and type(y) is Scalar and not values_equal(x.value, y.value)]
 
 
 def view(value: Any) -> Any:
     """A JSON-able view of one side of a difference."""
     if isinstance(value, Tensor):
-        shown: dict[str, Any] = {k: value.stats[k] for k in ("norm", "mean", "max", "min") if k in value.stats}
+        shown: dict[str, Any] = value.named_stats()
         shown["shape"] = list(value.shape)
         shown["dtype"] = value.dtype
         if value.md5:
@@ -89,7 +116,8 @@ def view(value: Any) -> Any:
 
 def text(value: Any) -> str:
     if isinstance(value, Tensor):
-        stats = ", ".join(f"{k} {value.stats[k]:.6g}" for k in ("norm", "mean", "max") if k in value.stats)
+        named = value.named_stats()
+        stats = ", ".join(f"{k} {named[k]:.6g}" for k in ("norm", "mean", "max") if k in named)
         return f"{value.dtype}{list(value.shape)} {stats or 'md5 ' + str(value.md5)}"
     if isinstance(value, Scalar):
         return repr(value.value)
