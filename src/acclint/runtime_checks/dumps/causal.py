@@ -307,7 +307,7 @@ class _Walk:
         if out is None:
             return
         _path, a, b = out
-        label = f"{node.name.label}.{node.name.call}"
+        label = node.name.label
         inputs = values.first_difference(node.inputs, partner.inputs)
         consequence = "optimizer-hparam" if differences else ("grad-norm" if inputs else None)
         self.reading.add("update", Mismatch(

@@ -18,6 +18,7 @@ from acclint.runtime_checks.distributed.rank_files import load as load_fingerpri
 from acclint.runtime_checks.dumps.causal import read_pair
 from acclint.runtime_checks.dumps.from_fingerprint import fingerprint_as_dump
 from acclint.runtime_checks.dumps.layout import is_dump, locate
+from acclint.runtime_checks.dumps.node_names import parse_node_name
 from acclint.runtime_checks.dumps.matching import DumpMapping, NodeKeys, load_dump_mapping
 from acclint.runtime_checks.dumps.reader import DumpError, DumpRank, read_dump
 from acclint.runtime_checks.dumps.result import DumpComparison, DumpSide, build
@@ -62,6 +63,7 @@ def compare_dumps(left: str | Path, right: str | Path, *, mapping: "str | Path |
         side = "left" if len(left_ranks) > len(right_ranks) else "right"
         note = (f"{', '.join(rank.rank for rank in extra)} of the {side} side {'was' if len(extra) == 1 else 'were'} "
                 f"not compared: the other side has {len(pairs)} rank{'s' if len(pairs) != 1 else ''}")
+    parse_node_name.cache_clear()  # the names were shared by both sides; a long-lived process keeps none
     return build(left_side, right_side, readings, note)
 
 

@@ -114,8 +114,9 @@ def build(left: DumpSide, right: DumpSide, readings: dict[str, Reading], pairing
         result.notes.extend(note for note in reading.static_notes if note not in result.notes)
     if pairing_note:
         result.notes.append(pairing_note)
-    result.notes.append(f"tolerances: {result.tolerances}; the guides' pre-check standard (cosine > 0.99 and max "
-                        "abs error < 1e-4) needs whole tensors, which a statistics dump does not hold")
+    result.notes.append("the guides' pre-check standard (cosine > 0.99 and max abs error < 1e-4) needs whole tensors, "
+                        "which a statistics dump does not hold: the statistics are held to the rtol named above, "
+                        "per dtype (knowledge/msprobe_dumps.toml)")
     return result
 
 
