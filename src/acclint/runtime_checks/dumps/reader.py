@@ -15,6 +15,7 @@ replaces are freed at once and the peak stays near the size of the text itself.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -40,10 +41,7 @@ class Tensor:
 
     @property
     def numel(self) -> int:
-        count = 1
-        for size in self.shape:
-            count *= size
-        return count
+        return math.prod(self.shape)
 
     def named_stats(self) -> dict[str, float]:
         return {name: value for name, value in zip(STAT_NAMES, self.stats) if value is not None}
