@@ -39,7 +39,8 @@ BENCHMARK_LINE = 3
 BENCHMARK_STMT = "torch.backends.cudnn.benchmark = True"
 LIBRARY = "def f(): return 1\n"
 
-FINDING_KEYS = ["rule", "category", "severity", "path", "line", "column", "end_line", "end_column", "message", "fix"]
+FINDING_KEYS = ["rule", "category", "severity", "path", "line", "column", "end_line", "end_column", "message", "fix",
+                "proven", "premises"]
 TOP_KEYS = {"version", "files_scanned", "findings", "errors", "skipped"}
 RULES = {rule.code: rule for rule in all_rules()}
 

@@ -112,7 +112,7 @@ def test_info_findings_alone_leave_an_item_passing(scanned):
 
 def test_a_finding_of_an_unknown_category_gets_its_own_row(scanned):
     finding = scanned.findings[0]
-    odd = type(finding)(**{**finding.to_dict(), "category": "new-family"})
+    odd = type(finding).from_dict({**finding.to_dict(), "category": "new-family"})
     report = model(replace(scanned, findings=[odd], errors=[]))
     assert items(report)["new-family"].status == FAIL
 

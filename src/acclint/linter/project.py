@@ -496,7 +496,7 @@ class Project:
             program = Program(entry, flow, files, [], functions)
             known = self._trains_cache[entry.abspath] = trains(
                 (step.fact for step in flow if _own_step(step)), lambda call: self._builds_model(program, call),
-                lambda call: self._runs_loop(program, call))
+                lambda call: self.runs_loop(program, call))
         return known
 
     def _flow(self, entry: FileFacts) -> tuple:
@@ -513,7 +513,7 @@ class Project:
             return True
         return bool(self._local_class_bases(program, call) & frozenset(_training_table()["models"]["bases"]))
 
-    def _runs_loop(self, program: Program, call: Call) -> bool:
+    def runs_loop(self, program: Program, call: Call) -> bool:
         """`MyTrainStep(net, opt)` where `MyTrainStep` subclasses a one-step training cell, called by hand."""
         if not call.method[:1].isupper():
             return False  # constructing a class, by convention
