@@ -16,6 +16,9 @@ def tolerances() -> dict[str, float]:
     return table("msprobe_dumps")["tolerances"]
 
 
+_LIMITS: dict[str, float] = {}  # tolerances(), read once: tensors_agree runs millions of times on a large dump
+
+
 def rtol_for(dtype: str) -> float:
     limits = tolerances()
     return float(limits.get(dtype, limits["default"]))
@@ -37,11 +40,13 @@ def tensors_agree(a: Tensor, b: Tensor) -> bool:
     written over the dump's stats tuples because a large dump compares millions of them)."""
     if a.shape != b.shape:
         return False
-    if a.md5 is not None and a.md5 == b.md5:
+    if a.stats == b.stats and None not in a.stats or (a.md5 is not None and a.md5 == b.md5):
         return True
     if a.stats[3] is None and b.stats[3] is None and a.md5 is not None:  # md5-only summaries, unequal
         return False
-    limits = tolerances()
+    if not _LIMITS:
+        _LIMITS.update(tolerances())
+    limits = _LIMITS
     rtol = max(limits.get(a.dtype, limits["default"]), limits.get(b.dtype, limits["default"]))
     atol = limits["atol"]
     norm = max(abs(a.stats[3] or 0.0), abs(b.stats[3] or 0.0))
@@ -81,16 +86,37 @@ def _joined(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def first_difference(left: Any, right: Any) -> tuple[str, Any, Any] | None:
+def first_difference(left: Any, right: Any, path: str = "") -> tuple[str, Any, Any] | None:
     """The first (path, left, right) tensor pair that differs; a tensor present on one side only counts
-    as a difference, non-tensor arguments are left to scalar_differences."""
-    for path, key, x, y in _leaf_pairs(left, right, ""):
-        x_tensor, y_tensor = type(x) is Tensor, type(y) is Tensor
-        if x_tensor and y_tensor:
-            if not tensors_agree(x, y):
-                return _joined(path, key), x, y
-        elif x_tensor or y_tensor:
-            return _joined(path, key), (x if x_tensor else None), (y if y_tensor else None)
+    as a difference, non-tensor arguments are left to scalar_differences. (A plain recursion, not
+    _leaf_pairs: it runs on every matched node of a large dump.)"""
+    if isinstance(left, dict) and isinstance(right, dict):
+        for key, x in left.items():
+            found = _leaf_difference(x, right.get(key, _ABSENT), path, key)
+            if found:
+                return found
+        extra = [(key, y) for key, y in right.items() if key not in left]
+    elif isinstance(left, list) and isinstance(right, list):
+        for index, x in enumerate(left):
+            found = _leaf_difference(x, right[index] if index < len(right) else _ABSENT, path, index)
+            if found:
+                return found
+        extra = list(enumerate(right))[len(left):]
+    else:
+        return None
+    return next(((_joined(path, key), None, y) for key, y in extra if type(y) is Tensor), None)
+
+
+def _leaf_difference(x: Any, y: Any, path: str, key: Any) -> tuple[str, Any, Any] | None:
+    x_type, y_type = type(x), type(y)
+    if x_type is Tensor:
+        if y_type is Tensor:
+            return None if tensors_agree(x, y) else (_joined(path, key), x, y)
+        return _joined(path, key), x, None
+    if y_type is Tensor:
+        return _joined(path, key), None, y
+    if x_type is y_type and x_type in (list, dict):
+        return first_difference(x, y, _joined(path, key))
     return None
 
 
