@@ -200,6 +200,30 @@ def test_fused_kernel_on_one_side_is_named_with_its_composed_form(tmp_path):
     assert "silu(a) * b" in cause.message
 
 
+def test_a_parameter_that_differs_at_step_0_is_the_cause(tmp_path):
+    # The real L0 dump with fc2's weight statistics changed, as a run seeded differently would record them.
+    changed = tmp_path / "weights"
+    shutil.copytree(dump("torch_L0"), changed)
+    file = next(changed.rglob("dump.json"))
+    data = json.loads(file.read_text())
+    fc2 = data["data"]["Module.fc2.Linear.forward.0"]
+    fc2["parameters"]["weight"]["Norm"] *= 1.01
+    fc2["output"][0]["Norm"] *= 1.01
+    file.write_text(json.dumps(data))
+    result = compare_dumps(dump("torch_L0"), changed)
+    [cause] = causes(result)
+    assert (cause.kind, cause.name) == ("init-weights", "fc2.weight")
+    forward = {o.stage: o for o in result.stages}["forward"].mismatches
+    assert [m.consequence_of for m in forward] == ["init-weights"]
+    assert "its inputs agree but its parameters (weight) differ at step 0" in forward[0].message
+
+
+def test_a_folder_that_is_no_dump_exits_2_saying_what_a_dump_holds(tmp_path):
+    result = invoke(tmp_path, tmp_path)
+    assert result.exit_code == 2
+    assert "no msprobe dump here (expected step*/rank*/dump.json" in result.output
+
+
 def test_tolerances_per_dtype_are_stated():
     result = invoke(dump("torch_mix"), dump("torch_mix_rerun"))
     assert "float32 1e-4" in result.output and "bfloat16 8e-3" in result.output

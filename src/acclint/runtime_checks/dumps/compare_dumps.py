@@ -31,6 +31,8 @@ __all__ = ["DumpError", "compare_dumps", "compare_paths", "is_dump", "load_side"
 def load_side(path: str | Path, step: int | None = None) -> tuple[DumpSide, list[DumpRank]]:
     """One side's ranks: a dump's, or a fingerprint's read as a one-rank dump."""
     if not is_dump(path):
+        if Path(path).is_dir():
+            locate(path, step)  # a folder is only ever a dump: say what a dump folder holds
         fingerprint = load_fingerprint(path)
         side = DumpSide(f"{path} (acclint fingerprint, {fingerprint.framework})", fingerprint.framework,
                         fingerprint.training)
@@ -95,5 +97,8 @@ def compare_paths(left: str | Path, right: str | Path, **options: Any):
         return compare_dumps(left, right, mapping=options.get("mapping"), step=options.get("step"))
     from acclint.runtime_checks.compare.compare import compare
 
+    for path in (left, right):
+        if Path(path).is_dir():
+            locate(path)  # a folder is only ever a dump: say what a dump folder holds
     options.pop("step", None)
     return compare(load_fingerprint(left), load_fingerprint(right), **options)
