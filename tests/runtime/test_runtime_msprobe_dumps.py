@@ -218,6 +218,25 @@ def test_a_parameter_that_differs_at_step_0_is_the_cause(tmp_path):
     assert "its inputs agree but its parameters (weight) differ at step 0" in forward[0].message
 
 
+def test_other_inputs_to_the_first_call_are_the_data_not_the_weights(tmp_path):
+    # The real mix dump with the batch's statistics changed where the first calls receive it.
+    changed = tmp_path / "data"
+    shutil.copytree(dump("torch_mix"), changed)
+    file = next(changed.rglob("dump.json"))
+    data = json.loads(file.read_text())
+    for name in ("Functional.linear.0.forward", "Module.fc1.Linear.forward.0"):
+        data["data"][name]["input_args"][0]["Norm"] *= 1.1
+        data["data"][name]["output"][0]["Norm"] *= 1.1
+    file.write_text(json.dumps(data))
+    result = compare_dumps(dump("torch_mix"), changed)
+    [cause] = causes(result)
+    assert (cause.kind, cause.name) == ("batch", "Functional.linear.0 args.0")
+    stages = {o.stage: o for o in result.stages}
+    assert not stages["weights"].mismatches  # the weights passed to linear as arguments are not the data
+    forward = stages["forward"].mismatches
+    assert forward[0].consequence_of == "batch" and not any(m.is_cause for m in forward)
+
+
 def test_a_folder_that_is_no_dump_exits_2_saying_what_a_dump_holds(tmp_path):
     result = invoke(tmp_path, tmp_path)
     assert result.exit_code == 2

@@ -98,7 +98,7 @@ class _Walk:
                     self._batch(node, partner)
                     first_forward = False
                 self._params(node, partner)
-                self._forward(node, partner, right_forward)
+                self._forward(node, partner)
             elif phase == "backward":
                 self._backward(node, partner)
             else:
@@ -112,8 +112,14 @@ class _Walk:
 
     # ------------------------------------------------------------------ data and weights
     def _batch(self, node: Node, partner: Node) -> None:
+        """The inputs of the first call: a module's are the batch as the model sees it; an API's first
+        argument is (its later ones are often the module's weights, which the weights stage judges)."""
         self.reading.recorded.add("data")
-        found = values.first_difference(node.inputs, partner.inputs)
+        if node.name.is_module:
+            found = values.first_difference(node.inputs, partner.inputs)
+        else:
+            found = values.first_difference(node.inputs.get("args", [])[:1], partner.inputs.get("args", [])[:1])
+            found = found and (f"args.{found[0]}", found[1], found[2])
         if found:
             path, a, b = found
             self.reading.add("data", Mismatch(
@@ -147,7 +153,7 @@ class _Walk:
                     f"parameter {name} differs at step 0 ({values.text(a)} vs {values.text(b)})"))
 
     # ------------------------------------------------------------------ forward
-    def _forward(self, node: Node, partner: Node, right_forward: list[Node]) -> None:
+    def _forward(self, node: Node, partner: Node) -> None:
         self.reading.recorded.add("forward")
         loss = not node.name.is_module and node.name.api in table("msprobe_dumps")["losses"]["apis"]
         stage, kind = ("loss", "loss") if loss else ("forward", "activation")
