@@ -273,6 +273,24 @@ def test_renamed_layers_differ_without_a_mapping_and_match_with_msprobe_mapping_
     assert result.exit_code == 0, result.output
 
 
+def test_dtype_spellings_are_one_dtype_in_tensors_and_arguments(tmp_path):
+    from acclint.runtime_checks.dumps.reader import read_dump
+
+    spelled = {"torch": ("torch.float32", "torch.dtype"), "mindspore": ("Float32", "mindspore.dtype")}
+    read = {}
+    for framework, (dtype, kind) in spelled.items():
+        file = tmp_path / framework / "dump.json"
+        file.parent.mkdir()
+        tensor = {"type": "t", "dtype": dtype, "shape": [2], "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}
+        file.write_text(json.dumps({"framework": "pytorch" if framework == "torch" else "mindspore", "data": {
+            "Functional.to.0.forward": {"input_args": [tensor], "input_kwargs": {"dtype": {"type": kind, "value": dtype}},
+                                        "output": [tensor]}}}))
+        read[framework] = read_dump(file, "rank0").nodes[0]
+    torch_node, ms_node = read["torch"], read["mindspore"]
+    assert torch_node.inputs["args"][0].dtype == ms_node.inputs["args"][0].dtype == "float32"
+    assert torch_node.inputs["kwargs"]["dtype"].value == ms_node.inputs["kwargs"]["dtype"].value == "float32"
+
+
 def test_cross_framework_classes_match_without_a_mapping_file():
     result = compare_dumps(dump("ms_L0"), dump("torch_L0"))
     assert result.ok  # Cell.fc1.Dense is Module.fc1.Linear: knowledge/msprobe_dumps.toml [classes]

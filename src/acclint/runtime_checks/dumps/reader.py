@@ -109,7 +109,10 @@ def _compact(entry: dict[str, Any]) -> Any:
             stats = tuple(_number(value) for value in stats)
         return Tensor(dtype, tuple(get("shape") or ()), stats, get("md5"))
     if "type" in entry and "value" in entry and len(entry) <= 3:
-        return Scalar(str(entry["type"]), entry["value"])
+        kind, value = str(entry["type"]), entry["value"]
+        if "dtype" in kind.lower() and isinstance(value, str):  # torch.float32 / Float32 as an argument
+            value = normalise_dtype(value)
+        return Scalar(kind, value)
     return entry
 
 
