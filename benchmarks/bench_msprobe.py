@@ -97,7 +97,8 @@ result = compare_dumps(sys.argv[1], sys.argv[2])
 text = result.verdict()
 seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_mb": peak / 1024, "above_start_mb": (peak - before) / 1024,
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_mb": peak / 1024,
+                  "above_start_mb": (peak - before) / 1024,
                   "ok": result.ok, "first_cause": result.causes[0].name if result.causes else None}))
 """
 
@@ -115,7 +116,8 @@ def main() -> None:
                               check=True)
         figures = json.loads(done.stdout)
     print(f"dump.json sizes: {sizes[0]} MB and {sizes[1]} MB ({layers} layers, level mix, statistics)")
-    print(f"compare: {figures['seconds']:.2f} s wall ({figures['cpu_seconds']:.2f} s CPU), peak RSS {figures['peak_mb']:.0f} MB "
+    print(f"compare: {figures['seconds']:.2f} s wall ({figures['cpu_seconds']:.2f} s CPU), "
+          f"peak RSS {figures['peak_mb']:.0f} MB "
           f"({figures['above_start_mb']:.0f} MB above the interpreter's start); first cause: {figures['first_cause']}")
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
     print(f"load average {load} on {os.cpu_count()} CPUs")

@@ -283,8 +283,8 @@ def test_dtype_spellings_are_one_dtype_in_tensors_and_arguments(tmp_path):
         file.parent.mkdir()
         tensor = {"type": "t", "dtype": dtype, "shape": [2], "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}
         file.write_text(json.dumps({"framework": "pytorch" if framework == "torch" else "mindspore", "data": {
-            "Functional.to.0.forward": {"input_args": [tensor], "input_kwargs": {"dtype": {"type": kind, "value": dtype}},
-                                        "output": [tensor]}}}))
+            "Functional.to.0.forward": {"input_args": [tensor], "output": [tensor],
+                                        "input_kwargs": {"dtype": {"type": kind, "value": dtype}}}}}))
         read[framework] = read_dump(file, "rank0").nodes[0]
     torch_node, ms_node = read["torch"], read["mindspore"]
     assert torch_node.inputs["args"][0].dtype == ms_node.inputs["args"][0].dtype == "float32"

@@ -237,7 +237,7 @@ class _Walk:
                        "record the API calls)")
 
     def _right_gap(self, node: Node) -> list[Node]:
-        """The right side's forward nodes without a partner between the partner of the last agreeing node and this one."""
+        """The right side's forward nodes without a partner, between the last agreeing node's partner and this one's."""
         nodes = self.right.nodes
         partner = self.partners.get(self.lk.key(node.name))
         last = self.partners.get(self.lk.key(self.last_ok.name)) if self.last_ok else None

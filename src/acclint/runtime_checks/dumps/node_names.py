@@ -35,7 +35,8 @@ class NodeName(NamedTuple):  # a tuple, not a dataclass: a large dump has hundre
     def label(self) -> str:
         """How the verdict names the node: msprobe's own name without the direction (and a module's first call)."""
         if self.is_module:
-            return f"{self.prefix}.{self.path + '.' if self.path else ''}{self.cls}" + (f".{self.call}" if self.call else "")
+            where = f"{self.path}." if self.path else ""
+            return f"{self.prefix}.{where}{self.cls}" + (f".{self.call}" if self.call else "")
         return f"{self.prefix}.{self.api}.{self.call}"
 
 

@@ -18,7 +18,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from acclint.runtime_checks.dumps.node_names import NodeName, parse_node_name
 from acclint.runtime_checks.model.errors import FingerprintError
@@ -123,7 +123,8 @@ def _node(name: str, entry: Any) -> Node | None:
     if parsed.direction == "parameters_grad":
         return Node(parsed, outputs={key: value for key, value in entry.items() if value is not None})
     parameters = entry.get("parameters") or {}
-    return Node(parsed, {"args": entry.get("input_args", entry.get("input", [])), "kwargs": entry.get("input_kwargs", {})},
+    inputs = {"args": entry.get("input_args", entry.get("input", [])), "kwargs": entry.get("input_kwargs", {})}
+    return Node(parsed, inputs,
                 {"out": entry.get("output", [])}, {k: v for k, v in parameters.items() if isinstance(v, Tensor)})
 
 

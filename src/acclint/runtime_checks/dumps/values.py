@@ -3,10 +3,10 @@ non-tensor arguments by value (at float32 resolution)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterator
 
 from acclint.knowledge import table
-import math
 
 from acclint.runtime_checks.dumps.reader import Scalar, Tensor
 from acclint.runtime_checks.model.optimizers import values_equal
@@ -17,11 +17,6 @@ def tolerances() -> dict[str, float]:
 
 
 _LIMITS: dict[str, float] = {}  # tolerances(), read once: tensors_agree runs millions of times on a large dump
-
-
-def rtol_for(dtype: str) -> float:
-    limits = tolerances()
-    return float(limits.get(dtype, limits["default"]))
 
 
 def tolerance_text() -> str:
