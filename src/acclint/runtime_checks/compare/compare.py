@@ -29,7 +29,7 @@ from acclint.runtime_checks.compare.forward_compare import (
 from acclint.runtime_checks.model.mismatch import Mismatch
 from acclint.runtime_checks.model.names import NameMapping, close_matches, load_mapping
 from acclint.runtime_checks.model.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
-from acclint.runtime_checks.model.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM
+from acclint.runtime_checks.model.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM, StagedVerdict
 
 # Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
 DEFAULT_RTOL = 1e-5
@@ -90,7 +90,7 @@ class StageOutcome:
 
 
 @dataclass
-class ComparisonResult:
+class ComparisonResult(StagedVerdict):
     left: Fingerprint
     right: Fingerprint
     stages: list[StageOutcome]
@@ -99,14 +99,6 @@ class ComparisonResult:
     update_rtol: float = DEFAULT_UPDATE_RTOL
     activation_rtol: float = DEFAULT_ACTIVATION_RTOL
     notes: list[str] = field(default_factory=list)  # said under the verdict (see `notes`)
-
-    @property
-    def ok(self) -> bool:
-        return not self.mismatches
-
-    @property
-    def mismatches(self) -> list[Mismatch]:
-        return [m for outcome in self.stages for m in outcome.mismatches]
 
     @property
     def causes(self) -> list[Mismatch]:

@@ -15,7 +15,7 @@ from acclint.runtime_checks.compare.notes import not_compared_before
 from acclint.runtime_checks.dumps import values
 from acclint.runtime_checks.dumps.causal import Reading
 from acclint.runtime_checks.model.mismatch import Mismatch
-from acclint.runtime_checks.model.stages import STAGES, TITLES, UPSTREAM
+from acclint.runtime_checks.model.stages import STAGES, TITLES, UPSTREAM, StagedVerdict
 
 NOT_IN_DUMPS = "not compared: an msprobe dump does not record it"
 # Why a stage a dump can hold was not recorded by these dumps.
@@ -42,19 +42,11 @@ class DumpSide:
 
 
 @dataclass
-class DumpComparison:
+class DumpComparison(StagedVerdict):
     left: DumpSide
     right: DumpSide
     stages: list[StageOutcome]
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.mismatches
-
-    @property
-    def mismatches(self) -> list[Mismatch]:
-        return [m for outcome in self.stages for m in outcome.mismatches]
 
     @property
     def causes(self) -> list[Mismatch]:
