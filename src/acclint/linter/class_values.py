@@ -167,19 +167,25 @@ def built_through(facts: F.FileFacts, call: F.Call) -> str:
     return f" (built through `{source.name}`, {source.how}{_at(facts, source.node)})"
 
 
-def built_premises(facts: F.FileFacts, call: F.Call) -> tuple:
-    """The `value` premise of a finding on a construction made through a name: is this the class used?"""
+def built_premises(facts: F.FileFacts, call: F.Call, premises: tuple = ()) -> tuple:
+    """`premises` (what the rule proved) with the `value` premise of a construction made through a name
+    (is this the class used?): one `value` premise, proven only if both are."""
     from acclint.findings import Premise
 
     source = call.built_from
     if source is None:
-        return ()
+        return premises
     where = _at(facts, source.node)
     if source.proven:
         left = f", which {_at(facts, source.site).removeprefix(' at ')} leaves" if source.site is not None else ""
-        return (Premise("value", True, f"`{source.name}` is {call.callee} here: {source.how}{where}{left}"),)
-    return (Premise("value", False, f"`{source.name}` may hold {call.callee} ({source.how}{where}); no "
-                    "construction in this file shows which class it gets"),)
+        built = Premise("value", True, f"`{source.name}` is {call.callee} here: {source.how}{where}{left}")
+    else:
+        built = Premise("value", False, f"`{source.name}` may hold {call.callee} ({source.how}{where}); no "
+                        "construction in this file shows which class it gets")
+    stated = next((p for p in premises if p.premise == "value"), None)
+    if stated is not None:
+        built = Premise("value", built.proven and stated.proven, f"{built.evidence}; {stated.evidence}")
+    return tuple(p for p in premises if p.premise != "value") + (built,)
 
 
 def _at(facts: F.FileFacts, node: Optional[int]) -> str:
