@@ -178,3 +178,36 @@ def test_a_torch_constructor_rule_benefits_too(tmp_path):
     """), encoding="utf-8")
     result = scan([tmp_path], model_config.RULES, Config(), jobs=1, cwd=tmp_path)
     assert [(f.rule, f.line) for f in result.findings if f.rule == "ACL301"] == [("ACL301", 13)]
+
+
+def test_a_class_several_calls_pass_alike_is_built_once(tmp_path):
+    facts = facts_of(tmp_path, code("""
+        from torch import nn
+
+
+        class ConvBN(nn.Module):
+            def __init__(self, dim, act=None):
+                super().__init__()
+                self.act = act()
+
+
+        a = ConvBN(8, act=nn.GELU)
+        b = ConvBN(16, act=nn.GELU)
+        c = ConvBN(16, act=nn.ReLU)
+    """))
+    assert sorted(n for c in facts.calls if c.built_from is not None for n in c.names) == [
+        "torch.nn.GELU", "torch.nn.ReLU"]
+
+
+def test_the_class_premise_and_a_rules_own_value_premise_are_one(tmp_path):
+    from acclint.findings import Premise
+    from acclint.linter.class_values import built_premises
+
+    facts = facts_of(tmp_path, MINDSPORE_BLOCK.format(epsilon=""))
+    [norm] = [c for c in facts.calls if c.built_from is not None]
+    own = (Premise("trains", True, "t"), Premise("value", True, "the rule's own evidence"))
+    merged = built_premises(facts, norm, own)
+    values = [p for p in merged if p.premise == "value"]
+    assert len(values) == 1 and not values[0].proven  # the class is not proven: neither is the finding
+    assert "may hold" in values[0].evidence and "the rule's own evidence" in values[0].evidence
+    assert merged[0] == own[0]

@@ -45,7 +45,7 @@ def record_class_calls(facts: F.FileFacts, class_tables: dict) -> None:
     for call in facts.calls:
         if call.names:
             continue  # the callee already resolves (an import, or `name = nn.LayerNorm`)
-        found = list(_constructions(index, call))
+        found = _distinct(_constructions(index, call))
         if found:
             built[id(call)] = found
     if not built:
@@ -55,6 +55,17 @@ def record_class_calls(facts: F.FileFacts, class_tables: dict) -> None:
         calls.append(call)
         calls.extend(built.get(id(call), ()))
     facts.calls = calls
+
+
+def _distinct(constructions: Iterator[F.Call]) -> list:
+    """One construction per class and arguments: a class several calls pass alike is built once (the
+    proven one kept when there is one)."""
+    kept: dict = {}
+    for built in constructions:
+        key = (built.names, tuple((a.keyword, a.star, repr(a.value.literal), a.value.dotted) for a in built.args))
+        if key not in kept or (built.built_from.proven and not kept[key].built_from.proven):
+            kept[key] = built
+    return list(kept.values())
 
 
 def _constructions(index: _Index, call: F.Call) -> Iterator[F.Call]:
