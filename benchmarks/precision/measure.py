@@ -130,7 +130,8 @@ class Sample:
             if rule in self.strata or sum(key not in verdicts for key in stratum) <= threshold:
                 continue
             population = sorted(set(stratum))
-            picked = random.Random(f"{seed}:{self.repo.name}:{rule}").sample(population, min(size, len(population)))
+            draw = random.Random(f"{seed}:{self.repo.name}:{rule}")  # seeded per stratum: draws are independent
+            picked = draw.sample(population, min(size, len(population)))
             self.strata[rule] = (set(population), set(picked))
             drawn_rules.append(rule)
         if drawn_rules:
@@ -306,7 +307,8 @@ def write_todo(path: Path, todo: list, what: str):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", type=Path, required=True, help="folder holding one tree per repository (ROOT/NAME)")
+    parser.add_argument("--root", type=Path, required=True,
+                        help="folder holding one tree per repository (ROOT/NAME, or ROOT/TREE for a zoo's parts)")
     parser.add_argument("--split", choices=("tuning", "heldout", "all"), default="all")
     parser.add_argument("--repo", action="append", help="only this repository (repeatable)")
     parser.add_argument("--jobs", type=int, default=None)
@@ -320,7 +322,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--write-table", action="store_true", help="record per-rule figures for `acclint rules`")
     parser.add_argument("--show", choices=VERDICTS, action="append", default=[],
-                        help="list the warnings still reported that were judged so, with the reason (tuning split only)")
+                        help="list the warnings still reported that were judged so, with reasons (tuning split only)")
     args = parser.parse_args(argv)
     if args.write_table and (args.split != "all" or args.repo):
         parser.error("--write-table measures the whole corpus: use it with --split all and no --repo")
