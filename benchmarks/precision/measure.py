@@ -97,9 +97,9 @@ class Sample:
     """The sampled strata of one entry: rule -> (every warning of the stratum when it was drawn, the
     ones drawn). A drawn warning stands for population / drawn of them (its inverse inclusion odds)."""
 
-    def __init__(self, repo: Repo):
+    def __init__(self, repo: Repo, folder: Path = HERE / "samples"):
         self.repo = repo
-        self.path = HERE / "samples" / f"{repo.name}.csv"
+        self.path = folder / f"{repo.name}.csv"
         self.strata: dict[str, tuple[set, set]] = {}
         if self.path.exists():
             with open(self.path, newline="", encoding="utf-8") as handle:
