@@ -306,6 +306,9 @@ class FileFacts:
     divisions: list = field(default_factory=list)  # Division, in source order
     # Dotted names used as bounds of a slice (`logits[..., :vocab_size]` gives "vocab_size").
     slice_bounds: set = field(default_factory=set)
+    # `self.<attr>` written anywhere in a function, as (function scope, attr) -> how often, assignment
+    # targets included: what a class's methods use of what its `__init__` builds (linter.layers).
+    self_attributes: dict = field(default_factory=dict)
     main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)

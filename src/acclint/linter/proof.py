@@ -25,6 +25,7 @@ from acclint.findings import Finding, Premise
 from acclint.knowledge import table
 from acclint.linter.facts import Call
 from acclint.linter.frameworks import file_frameworks
+from acclint.linter.layers import unused_attribute_layer
 from acclint.linter.project import Program, training_role
 
 
@@ -50,6 +51,7 @@ class Prover:
                 self.by_file.setdefault(facts.abspath, []).append(program)
         self._lines: dict = {}  # (entry abspath, file abspath) -> (sorted starts, spans)
         self._training: dict = {}  # entry abspath -> Premise
+        self._calls_by_node: dict = {}  # file abspath -> {node: Call}
 
     # -- completing a finding --------------------------------------------------------------
     def complete(self, finding: Finding, entry: Optional[str]) -> Finding:
@@ -94,6 +96,9 @@ class Prover:
 
     # -- executes --------------------------------------------------------------------------
     def executes(self, finding: Finding, programs: list) -> Premise:
+        unused = self._unused_layer(finding)
+        if unused is not None:
+            return Premise("executes", False, unused)
         if finding.path in self.shells:
             if programs:
                 return Premise("executes", True, f"{finding.path}:{finding.line} launches "
@@ -107,6 +112,17 @@ class Prover:
             return Premise("executes", False, f"{finding.path}:{finding.line} is not reached from "
                                               f"{_entries(programs)}: the code around it is never called")
         return Premise("executes", False, f"no training program runs {finding.path}:{finding.line}")
+
+    def _unused_layer(self, finding: Finding) -> Optional[str]:
+        """A layer built into `self.<attr>` that nothing calls runs in no program (linter.layers)."""
+        facts = self.files.get(finding.path)
+        if facts is None or finding.node is None:
+            return None
+        calls = self._calls_by_node.get(facts.abspath)
+        if calls is None:
+            calls = self._calls_by_node[facts.abspath] = {call.node: call for call in facts.calls}
+        call = calls.get(finding.node)
+        return unused_attribute_layer(facts, call) if call is not None else None
 
     def runs_line(self, program: Program, finding: Finding) -> bool:
         facts = self.files.get(finding.path)

@@ -649,6 +649,14 @@ class FileWalker:
         self._children_in(node, ("targets",) if isinstance(node, cst.Assign) else ("target",), state, state, stack)
         return None
 
+    def _attribute(self, node: cst.Attribute, state: _State, stack: list):
+        value = node.value
+        if type(value) is cst.Name and value.value == "self":
+            key = (state.scope, node.attr.value)
+            uses = self.facts.self_attributes
+            uses[key] = uses.get(key, 0) + 1
+        return state
+
     def _aug_assign(self, node: cst.AugAssign, state: _State, stack: list):
         if type(node.operator) is cst.DivideAssign:  # `loss /= steps`
             self._division(node, node.target, node.value, state)
@@ -986,4 +994,5 @@ _HANDLERS.update({
     cst.With: FileWalker._with,
     cst.CompFor: FileWalker._comp_for,
     cst.AugAssign: FileWalker._aug_assign,
+    cst.Attribute: FileWalker._attribute,
 })
