@@ -90,9 +90,11 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
 
 
 def prove(sink: Sink, prover: Prover, given: set) -> None:
-    """Fill the premises the rules left to the shared facts (linter.proof), for reported files only."""
-    sink.findings = [(prover.complete(finding, program) if finding.path in given else finding, table, program)
-                     for finding, table, program in sink.findings]
+    """Fill the premises the rules left to the shared facts (linter.proof), for reported files only;
+    drop those the facts show to be noise (Prover.is_noise)."""
+    completed = ((prover.complete(finding, program) if finding.path in given else finding, table, program)
+                 for finding, table, program in sink.findings)
+    sink.findings = [entry for entry in completed if entry[0] is not None]
 
 
 def stand_on_premises(finding, preview: bool):

@@ -299,6 +299,9 @@ class FileFacts:
     # Optimizer param groups written as a list of dicts (`[{"params": p, "weight_decay": 0.0}]`):
     # call node -> ParamGroups of its first argument (the dicts' literal entries only).
     param_groups: dict = field(default_factory=dict)
+    # A call whose first argument is a list or tuple of names (`Adam([image], lr=0.1)`): call node -> the
+    # elements' dotted names ("" for an element that is not a plain name). What an optimizer steps.
+    name_lists: dict = field(default_factory=dict)
     blocks: list = field(default_factory=list)  # Block, in source order
     returns: list = field(default_factory=list)  # Return, in source order
     name_uses: list = field(default_factory=list)  # NameUse: reads of listings, lists built in loops, self.x[...]

@@ -22,11 +22,10 @@ from dataclasses import replace
 from typing import Optional
 
 from acclint.findings import Finding, Premise
-from acclint.knowledge import table
-from acclint.linter.facts import Call
 from acclint.linter.frameworks import file_frameworks
 from acclint.linter.layers import unused_attribute_layer
-from acclint.linter.project import Program, training_role
+from acclint.linter.project import Program, is_entry_candidate
+from acclint.linter.training_run import only_evaluates, training_proof
 
 
 def is_open(premise: Premise) -> bool:
@@ -54,12 +53,14 @@ class Prover:
         self._calls_by_node: dict = {}  # file abspath -> {node: Call}
 
     # -- completing a finding --------------------------------------------------------------
-    def complete(self, finding: Finding, entry: Optional[str]) -> Finding:
+    def complete(self, finding: Finding, entry: Optional[str]) -> Optional[Finding]:
+        """`finding` with its open premises filled, or None when it is noise (`is_noise`)."""
         if not any(is_open(p) for p in finding.premises):
             return finding
         programs = self._programs(finding, entry)
         filled = tuple(self._prove(p.premise, finding, programs) if is_open(p) else p for p in finding.premises)
-        return replace(finding, premises=filled)
+        finding = replace(finding, premises=filled)
+        return None if self.is_noise(finding) else finding
 
     def _programs(self, finding: Finding, entry: Optional[str]) -> list:
         """The programs that may run the finding's line, the reporting program first."""
@@ -85,13 +86,32 @@ class Prover:
                 return proof
         if proofs:
             return proofs[0]
+        own = self._own_program(finding)
+        if own is not None:  # an entry that no training program runs: what its own run lacks
+            return self.training(own)
         return Premise("trains", False, f"no training program found that runs {finding.path}")
+
+    def _own_program(self, finding: Finding) -> Optional[Program]:
+        facts = self.files.get(finding.path)
+        if facts is None or not is_entry_candidate(facts):
+            return None
+        return self.by_entry.get(facts.path) or self.project.program(facts)
+
+    def is_noise(self, finding: Finding) -> bool:
+        """A finding written in an entry script that only evaluates or exports a trained model (loads
+        weights, builds nothing that trains) and that no training program runs: certainly not about
+        training, so not reported at all (linter.training_run.only_evaluates)."""
+        trains = next((p for p in finding.premises if p.premise == "trains"), None)
+        if trains is None or trains.proven:
+            return False
+        own = self._own_program(finding)
+        return own is not None and not self.training(own).proven and only_evaluates(own)
 
     def training(self, program: Program) -> Premise:
         """The step that makes `program` train, or what it lacks."""
         key = program.entry.abspath
         if key not in self._training:
-            self._training[key] = _training_proof(program, self.project)
+            self._training[key] = training_proof(program, self.project)
         return self._training[key]
 
     # -- executes --------------------------------------------------------------------------
@@ -165,31 +185,3 @@ def _entries(programs: list, shown: int = 2) -> str:
     names = [p.entry.path for p in programs[:shown]]
     more = f" and {len(programs) - shown} more" if len(programs) > shown else ""
     return ", ".join(names) + more
-
-
-def _where(step) -> str:
-    return f"{step.file.path}:{step.file.spans[step.fact.node].line}"
-
-
-def _training_proof(program: Program, project) -> Premise:
-    """Proven by an optimizer step or a training loop or cell the entry reaches (a local subclass of
-    one too), or by gradients followed by an optimizer applying them (MindSpore's `optimizer(grads)`)."""
-    callees = frozenset(table("training")["optimizers"]["callees"])
-    gradient = None
-    for step in program.flow:
-        if not isinstance(step.fact, Call):
-            continue
-        role = training_role(step.fact)
-        if role is None and project.runs_loop(program, step.fact):
-            role = "step"
-        if role == "step":
-            return Premise("trains", True, f"`{step.fact.callee}()` at {_where(step)}, reached from {program.entry.path}")
-        if role == "gradient" and gradient is None:
-            gradient = step
-        elif gradient is not None and step.fact.method in callees and step.fact.callee.split(".")[-1] in callees:
-            return Premise("trains", True, f"gradients at {_where(gradient)} applied by `{step.fact.callee}()` at "
-                                           f"{_where(step)}, reached from {program.entry.path}")
-    if gradient is not None:
-        return Premise("trains", False, f"{program.entry.path} computes gradients ({_where(gradient)}) but reaches no "
-                                        "optimizer step or training call")
-    return Premise("trains", False, f"no optimizer step or training call is reached from {program.entry.path}")

@@ -463,6 +463,9 @@ class FileWalker:
             groups = param_groups(node.args[0].value)
             if groups is not None:
                 self.facts.param_groups[call.node] = groups
+            else:
+                self.facts.name_lists[call.node] = tuple(dotted_name(e.value) or "" for e in node.args[0].value.elements
+                                                         if isinstance(e, cst.Element))
         # The arguments flow into this call; the callee expression does not.
         self._children_in(node, ("args",), state, _sunk(state, "arg:" + call.callee), stack)
         self._children_in(node, ("func",), state, state, stack)
