@@ -12,6 +12,7 @@ from acclint.findings import FileError, ScanResult, Skipped
 from acclint.linter.analyze import analyze_file
 from acclint.linter.context import ProgramContext, Sink
 from acclint.linter.context_reader import ContextLoader, read_context
+from acclint.linter.copies import fold_identical_copies
 from acclint.linter.discovery import discover
 from acclint.linter.facts import FileFacts
 from acclint.linter.gitignore import GitIgnore
@@ -85,7 +86,8 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     result.launch_scripts = sorted(shell.path for shell in shell_facts if shell.script.launches)
     given = {display for _, display in jobs_list}
     prove(sink, Prover(project, programs, {rule.code: rule for rule in rules}), given)
-    result.findings = [stand_on_premises(f, config.preview) for f in _filter(sink, config, given)]
+    on_disk = {display: abspath for abspath, display in jobs_list if stdin is None or display != jobs_list[-1][1]}
+    result.findings = [stand_on_premises(f, config.preview) for f in _filter(sink, config, given, on_disk)]
     return result
 
 
@@ -142,10 +144,11 @@ def check_programs(project: Project, rules: list, sink: Sink, progress=None, giv
 _SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
-def _filter(sink: Sink, config: Config, given: set) -> list:
+def _filter(sink: Sink, config: Config, given: set, on_disk: Optional[dict] = None) -> list:
     """Findings in the files given, once per place. A finding that several programs reach (a
     helper, a module-level line) is reported once, saying how many; a per-file finding stands for
-    any program finding of the same rule on the same line."""
+    any program finding of the same rule on the same line; byte-identical files are one place
+    (linter.copies; `on_disk`: reported path -> file on disk)."""
     per_file, seen = [], set()
     # A place is a line: two calls of one rule on one line (`a.glob(..) + b.glob(..)`) are one finding.
     places: dict = {}  # (rule, path, line) -> (finding, entry points in order)
@@ -182,5 +185,6 @@ def _filter(sink: Sink, config: Config, given: set) -> list:
             finding = replace(finding, message=f"{finding.message} (reached by {len(programs)} programs; "
                                                f"shown for the one started by {example})")
         out.append(finding)
+    out = fold_identical_copies(out, on_disk or {})
     out.sort(key=lambda f: f.sort_key())
     return out
