@@ -11,6 +11,7 @@ from acclint.config import Config, apply_to_finding
 from acclint.findings import FileError, ScanResult, Skipped
 from acclint.linter.analyze import analyze_file
 from acclint.linter.context import ProgramContext, Sink
+from acclint.linter.causes import fold_one_run, fold_shared_fixes
 from acclint.linter.context_reader import ContextLoader, read_context
 from acclint.linter.copies import fold_identical_copies
 from acclint.linter.discovery import discover
@@ -87,7 +88,9 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     given = {display for _, display in jobs_list}
     prove(sink, Prover(project, programs, {rule.code: rule for rule in rules}), given)
     on_disk = {display: abspath for abspath, display in jobs_list if stdin is None or display != jobs_list[-1][1]}
-    result.findings = [stand_on_premises(f, config.preview) for f in _filter(sink, config, given, on_disk)]
+    findings = fold_one_run(_filter(sink, config, given, on_disk), project.shells.values())
+    findings = fold_shared_fixes(findings, {rule.code: rule for rule in rules})
+    result.findings = [stand_on_premises(f, config.preview) for f in findings]
     return result
 
 

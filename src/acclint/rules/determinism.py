@@ -529,7 +529,9 @@ class HcclDeterministicUnset(ProgramRule):
         "it or in a folder above it up to the project root: a launch of an inference, evaluation, conversion or "
         "data-preparation script (one that does not train) is not reported. When the script is not on disk, the "
         "launch line is reported only if it shows it trains (a training word in the script's name such as "
-        "`pretrain_gpt.py`, or a flag such as `--train-iters`).",
+        "`pretrain_gpt.py`, or a flag such as `--train-iters`). A launch that selects another device "
+        "(`--device_target GPU`, a script setting `CUDA_VISIBLE_DEVICES`) is never blamed, and launch lines of "
+        "one run (a line per rank) are one finding.",
         why="HCCL's reduction collectives (AllReduce, ReduceScatter, Reduce) are nondeterministic by default "
         "(`false`): gradient sums change order between runs, so loss curves drift apart even on the same NPUs. "
         "NCCL on the GPU side has its own order; only a deterministic HCCL makes NPU runs repeatable.",
@@ -840,7 +842,11 @@ class HcclDeterministicUnset(ProgramRule):
                       if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
         if not self._needs_hccl(ctx, facts) and not npu_launch:
             return
-        launches = npu_launch or [(launch, None) for _, launch in ctx.program.launches]
+        # Never blamed on a launch that selects another device (a single-process GPU script).
+        launches = npu_launch or [(launch, _ascend_evidence(shell)) for shell, launch in ctx.program.launches
+                                  if _other_device(shell, launch) is None]
+        if not launches and ctx.program.launches:
+            return  # every launch of it runs on another device
         opt_in = facts.optional_effects.get("hccl-deterministic")
         for launch, evidence in launches:
             ctx.report_shell(self, launch.span, self._message(evidence, opt_in), fix="export HCCL_DETERMINISTIC=true",
@@ -871,6 +877,18 @@ class HcclDeterministicUnset(ProgramRule):
                  f"{runs_only_when(opt_in.source.describe(), opt_in.guard, opt_in.default)}." if opt_in else "")
         return (f"HCCL_DETERMINISTIC is not set to true for this multi-card NPU run{why}: HCCL reductions "
                 f"(AllReduce/ReduceScatter) sum in a varying order.{opted}")
+
+
+def _other_device(shell, launch) -> Optional[str]:
+    """What shows that a launch runs on another device than the NPU (npu_launch.toml), or None."""
+    hints = table("npu_launch")
+    words, devices = tuple(hints["device_flag_words"]), frozenset(hints["other_devices"])
+    for name, flag in {**launch.launcher_flags(), **launch.flags()}.items():
+        if any(word in name.lower() for word in words) and (flag.value or "").strip("'\"").lower() in devices:
+            return f"--{name} {flag.value}"
+    env = next((n for n in hints["other_device_env"] if n in shell.script.variables or n in launch.effective_env()),
+               None)
+    return f"it sets {env}" if env is not None else None
 
 
 def _multi_process(launch) -> bool:
@@ -925,6 +943,9 @@ class MindSporeDeterministicOff(EffectRule):
     switch_on = {"mindspore.set_context": ("deterministic", None, '"ON"'),
                  "mindspore.set_deterministic": ("deterministic", 0, "True")}
     switch_on_statement = ('mindspore.set_context(deterministic="ON")', "mindspore")
+    # Switching it on also sets HCCL_DETERMINISTIC=true (mindspore/context.py, set_context(deterministic="ON");
+    # mindspore/device_manager.py, set_deterministic(True); read in MindSpore 2.10): one call fixes both.
+    also_fixes = ("ACL205",)
     doc = RuleDoc(
         what="Reports a MindSpore training entry point that never calls `mindspore.set_deterministic(True)` "
         "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off.",
