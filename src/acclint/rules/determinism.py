@@ -272,6 +272,32 @@ class CudnnBenchmark(ExplicitRule):
             },
             "in a helper that no scanned program calls",
         ),
+        Example(
+            {
+                "runs/lr0.01/train.py": """
+                    import torch
+
+                    if __name__ == "__main__":
+                        torch.backends.cudnn.benchmark = True  # expect: ACL202
+                        model = torch.nn.Conv2d(3, 8, 3).cuda()
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 3, 8, 8).cuda()).sum().backward()
+                        optimizer.step()
+                """,
+                "runs/lr0.1/train.py": """
+                    import torch
+
+                    if __name__ == "__main__":
+                        torch.backends.cudnn.benchmark = True
+                        model = torch.nn.Conv2d(3, 8, 3).cuda()
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 3, 8, 8).cuda()).sum().backward()
+                        optimizer.step()
+                """,
+            },
+            "byte-identical copies of a training script, committed beside each run's logs: one finding, naming "
+            "the copy",
+        ),
     )
     valid = (
         Example.script("""
@@ -516,6 +542,31 @@ _DUAL_BACKEND_PRETRAIN = """
 """
 
 
+# A MindSpore model-zoo style entry: the device and data parallelism come from its flags.
+_DUAL_DEVICE_MS_TRAIN = """
+    import argparse
+
+    import mindspore as ms
+    from mindspore import nn
+    from mindspore.communication import init
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device_target", default="Ascend")
+    parser.add_argument("--run_distribute", default="False")
+
+    if __name__ == "__main__":
+        args = parser.parse_args()
+        ms.set_context(device_target=args.device_target)
+        if args.run_distribute == "True":
+            init()
+        net = nn.Dense(2, 2)
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+        train_net = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        train_net.set_train()
+        train_net(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))
+"""
+
+
 class HcclDeterministicUnset(ProgramRule):
     code = "ACL205"
     name = "hccl-deterministic-unset"
@@ -689,6 +740,23 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "the same script launched with --use_ascend True takes the HCCL branch",
         ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN,
+                "run_distribute_train.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    export RANK_TABLE_FILE=$1
+                    export DEVICE_ID=0
+                    python train.py --device_target Ascend --run_distribute True > log0 2>&1 &  # expect: ACL205
+                    for((i=1;i<8;i++)); do
+                        export DEVICE_ID=$i
+                        python train.py --device_target Ascend --run_distribute True > log$i 2>&1 &
+                    done
+                """,
+            },
+            "two launch lines of one 8-card run (rank 0, then ranks 1-7): one finding",
+        ),
     )
     valid = (
         Example.script("""
@@ -817,6 +885,16 @@ class HcclDeterministicUnset(ProgramRule):
                 """,
             },
             "a launch of a script that is not on disk and whose name says it evaluates",
+        ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN,
+                "run_standalone_train_gpu.sh": """
+                    #!/bin/bash
+                    python train.py --device_target GPU > log 2>&1 &
+                """,
+            },
+            "a single-process GPU launch of a program that could also run on Ascend: not where HCCL is missing",
         ),
     )
 
