@@ -44,6 +44,13 @@ def premise(finding, name: str):
     return next(p for p in finding.premises if p.premise == name)
 
 
+def not_training(root: Path, rule: str) -> str:
+    """The evidence of the one finding of `rule`, which a default run shows as advice for want of a run."""
+    [found] = findings(root, rule, preview=False)
+    assert found.severity == "info" and not premise(found, "trains").proven
+    return premise(found, "trains").evidence
+
+
 def test_a_training_step_proves_the_run_with_its_line(tmp_path):
     write(tmp_path, {"train.py": TORCH_TRAIN})
     [found] = findings(tmp_path, "ACL202")
@@ -75,9 +82,7 @@ def test_an_eval_script_that_also_builds_an_optimizer_keeps_its_finding_unproven
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             print(model(torch.ones(2, 2).cuda()))
     """})
-    [found] = findings(tmp_path, "ACL202", preview=False)
-    assert not found.proven and found.severity == "info"
-    assert "eval.py loads trained weights (`model.load_state_dict()` at eval.py:6)" in premise(found, "trains").evidence
+    assert "eval.py loads trained weights (`model.load_state_dict()` at eval.py:6)" in not_training(tmp_path, "ACL202")
 
 
 def test_an_image_optimised_against_a_fixed_network_is_not_training(tmp_path):
@@ -94,9 +99,7 @@ def test_an_image_optimised_against_a_fixed_network_is_not_training(tmp_path):
                 net(image).square().mean().backward()
                 optimizer.step()
     """})
-    [found] = findings(tmp_path, "ACL202", preview=False)
-    assert found.severity == "info"
-    assert premise(found, "trains") .evidence == (
+    assert not_training(tmp_path, "ACL202") == (
         "the optimizer built at style.py:7 steps `image` (`requires_grad=True` at style.py:6), not a model's "
         "parameters: style.py optimises an input against a fixed network")
 
@@ -129,9 +132,7 @@ def test_a_training_cell_only_built_and_compiled_is_not_a_run(tmp_path):
             train_net = nn.TrainOneStepCell(nn.WithLossCell(net, loss), opt)
             train_net.compile(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))
     """})
-    [found] = findings(tmp_path, "ACL707", preview=False)
-    assert found.severity == "info"
-    assert premise(found, "trains").evidence == (
+    assert not_training(tmp_path, "ACL707") == (
         "the training cell `train_net` built at precompile.py:8 is never run: precompile.py neither calls it nor "
         "reaches a training call (it is only built or compiled)")
 
@@ -149,9 +150,7 @@ def test_a_tpu_only_run_is_not_about_the_migration(tmp_path):
             model(torch.ones(2, 2, device=device)).sum().backward()
             optimizer.step()
     """})
-    [found] = findings(tmp_path, "ACL202", preview=False)
-    assert found.severity == "info"
-    assert premise(found, "trains").evidence.endswith(
+    assert not_training(tmp_path, "ACL202").endswith(
         "but on another device: train_tpu.py imports torch_xla.core.xla_model and nothing in the run uses a GPU or "
         "an NPU")
 
