@@ -65,7 +65,7 @@ def test_bad_input_exits_1_and_the_other_files_are_still_scanned(project, name):
 def test_each_format_shows_the_error_and_its_code(project):
     (project / "bad.py").write_text(SYNTAX_ERROR_SOURCE, encoding="utf-8")
     text = invoke("scan", ".", "--no-color")
-    assert "bad.py: E999 [syntax-error] syntax error at line 3" in text.stdout
+    assert "bad.py: E999 error [syntax-error] syntax error at line 3" in text.stdout
     github = invoke("scan", ".", "--format", "github")
     assert "::error file=bad.py,title=acclint E999 (syntax-error)::syntax error at line 3" in github.stdout
     sarif = json.loads(invoke("scan", ".", "--format", "sarif").stdout)

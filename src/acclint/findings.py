@@ -36,7 +36,7 @@ class Location:
     end_column: int
 
 
-# What a finding's claim rests on (DESIGN.md, "Premises"), in the order a reader checks them.
+# What a finding's claim rests on (docs/premises.md), in the order a reader checks them.
 PREMISES = (
     "trains",  # a training program runs this
     "executes",  # this line runs in that training, not only under a branch its configuration turns off

@@ -24,7 +24,7 @@ from typing import Optional
 from acclint.findings import Finding, Premise
 from acclint.linter.frameworks import file_frameworks
 from acclint.linter.layers import unused_attribute_layer
-from acclint.linter.project import Program, is_entry_candidate
+from acclint.linter.project import Program, is_entry_candidate, launch_trains
 from acclint.linter.training_run import only_evaluates, training_proof
 
 
@@ -79,6 +79,8 @@ class Prover:
 
     # -- trains ----------------------------------------------------------------------------
     def trains(self, finding: Finding, programs: list) -> Premise:
+        if not programs and finding.path in self.shells:
+            return self._launched_training(finding, "trains")
         running = [p for p in programs if self.runs_line(p, finding)] or programs
         proofs = [self.training(p) for p in running]
         for proof in proofs:
@@ -123,7 +125,7 @@ class Prover:
             if programs:
                 return Premise("executes", True, f"{finding.path}:{finding.line} launches "
                                                  f"{programs[0].entry.path}")
-            return Premise("executes", False, f"no training program is launched by {finding.path}:{finding.line}")
+            return self._launched_training(finding, "executes")
         for program in programs:
             if self.runs_line(program, finding):
                 return Premise("executes", True, f"{finding.path}:{finding.line} runs in the program started by "
@@ -161,6 +163,20 @@ class Prover:
                            for s in program.flow if s.file is facts and s.fact.node < len(facts.spans))
             index = self._lines[key] = ([start for start, _ in spans], spans)
         return index
+
+    def _launched_training(self, finding: Finding, name: str) -> Premise:
+        """A launch script whose training script is not on disk: its launch lines say what they run
+        (a training script's name, a flag only training reads: training.toml [launches])."""
+        shell = self.shells[finding.path]
+        for launch in shell.script.launches:
+            if launch.span.line >= finding.line and launch_trains(launch):
+                where = f"{finding.path}:{launch.span.line}"
+                if name == "trains":
+                    return Premise(name, True, f"{where} launches {launch.script}, a training script by its name or "
+                                               "flags (not on disk)")
+                return Premise(name, True, f"{finding.path}:{finding.line} is in force when {where} launches "
+                                           f"{launch.script}")
+        return Premise(name, False, f"no launch line at or after {finding.path}:{finding.line} shows it starts training")
 
     # -- framework -------------------------------------------------------------------------
     def framework(self, finding: Finding, programs: list) -> Premise:
