@@ -581,7 +581,7 @@ class HcclDeterministicUnset(ProgramRule):
         "data-preparation script (one that does not train) is not reported. When the script is not on disk, the "
         "launch line is reported only if it shows it trains (a training word in the script's name such as "
         "`pretrain_gpt.py`, or a flag such as `--train-iters`). A launch that selects another device "
-        "(`--device_target GPU`, a script setting `CUDA_VISIBLE_DEVICES`) is never blamed, and launch lines of "
+        "(`--device_target GPU`) is never blamed, and launch lines of "
         "one run (a line per rank) are one finding.",
         why="HCCL's reduction collectives (AllReduce, ReduceScatter, Reduce) are nondeterministic by default "
         "(`false`): gradient sums change order between runs, so loss curves drift apart even on the same NPUs. "
@@ -922,7 +922,7 @@ class HcclDeterministicUnset(ProgramRule):
             return
         # Never blamed on a launch that selects another device (a single-process GPU script).
         launches = npu_launch or [(launch, _ascend_evidence(shell)) for shell, launch in ctx.program.launches
-                                  if _other_device(shell, launch) is None]
+                                  if _other_device(launch) is None]
         if not launches and ctx.program.launches:
             return  # every launch of it runs on another device
         opt_in = facts.optional_effects.get("hccl-deterministic")
@@ -957,16 +957,14 @@ class HcclDeterministicUnset(ProgramRule):
                 f"(AllReduce/ReduceScatter) sum in a varying order.{opted}")
 
 
-def _other_device(shell, launch) -> Optional[str]:
-    """What shows that a launch runs on another device than the NPU (npu_launch.toml), or None."""
+def _other_device(launch) -> Optional[str]:
+    """The flag that makes a launch select another device than the NPU (npu_launch.toml), or None."""
     hints = table("npu_launch")
     words, devices = tuple(hints["device_flag_words"]), frozenset(hints["other_devices"])
     for name, flag in {**launch.launcher_flags(), **launch.flags()}.items():
         if any(word in name.lower() for word in words) and (flag.value or "").strip("'\"").lower() in devices:
             return f"--{name} {flag.value}"
-    env = next((n for n in hints["other_device_env"] if n in shell.script.variables or n in launch.effective_env()),
-               None)
-    return f"it sets {env}" if env is not None else None
+    return None
 
 
 def _multi_process(launch) -> bool:
