@@ -235,6 +235,33 @@ def test_a_class_nothing_builds_does_not_execute(tmp_path):
     assert not found.proven and premise(found, "executes").evidence.startswith("no training program runs unused.py")
 
 
+def test_a_module_only_an_evaluation_script_imports_does_not_execute_in_training(tmp_path):
+    write(tmp_path, {"train.py": LAYER_NET, "test.py": """
+        import mindspore as ms
+
+        from metrics import Head
+
+        if __name__ == "__main__":
+            net = Head()
+            ms.load_param_into_net(net, ms.load_checkpoint("net.ckpt"))
+            print(net(ms.ops.ones((2, 2))))
+    """, "metrics.py": """
+        from mindspore import nn
+
+
+        class Head(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.2)
+
+            def construct(self, x):
+                return self.drop(x)
+    """})
+    [found] = [f for f in findings(tmp_path, "ACL704", preview=False) if f.path == "metrics.py"]
+    assert found.severity == "info"
+    assert premise(found, "executes").evidence == "no training program runs metrics.py:7"
+
+
 def test_identical_copies_are_one_finding_naming_the_others(tmp_path):
     write(tmp_path, {f"runs/{name}/train.py": TORCH_TRAIN for name in ("a", "b", "c", "d", "e")})
     write(tmp_path, {"runs/f/train.py": TORCH_TRAIN + "# tuned\n"})

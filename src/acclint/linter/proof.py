@@ -51,6 +51,7 @@ class Prover:
         self._lines: dict = {}  # (entry abspath, file abspath) -> (sorted starts, spans)
         self._training: dict = {}  # entry abspath -> Premise
         self._calls_by_node: dict = {}  # file abspath -> {node: Call}
+        self._own: dict = {}  # reported path -> the Program its entry script starts, or None
 
     # -- completing a finding --------------------------------------------------------------
     def complete(self, finding: Finding, entry: Optional[str]) -> Optional[Finding]:
@@ -94,10 +95,12 @@ class Prover:
         return Premise("trains", False, f"no training program found that runs {finding.path}")
 
     def _own_program(self, finding: Finding) -> Optional[Program]:
-        facts = self.files.get(finding.path)
-        if facts is None or not is_entry_candidate(facts):
-            return None
-        return self.by_entry.get(facts.path) or self.project.program(facts)
+        """The program the finding's file starts, if it is an entry script (built once per file)."""
+        if finding.path not in self._own:
+            facts = self.files.get(finding.path)
+            self._own[finding.path] = None if facts is None or not is_entry_candidate(facts) else (
+                self.by_entry.get(facts.path) or self.project.program(facts))
+        return self._own[finding.path]
 
     def is_noise(self, finding: Finding) -> bool:
         """A finding written in an entry script that only evaluates or exports a trained model (loads
