@@ -896,6 +896,23 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a single-process GPU launch of a program that could also run on Ascend: not where HCCL is missing",
         ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN.replace("set_context(device_target=args.device_target)",
+                                                          'set_context(device_target=args.device_target, '
+                                                          'deterministic="ON")'),
+                "run_distribute_train.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    export RANK_TABLE_FILE=$1
+                    for((i=0;i<8;i++)); do
+                        export DEVICE_ID=$i
+                        python train.py --device_target Ascend --run_distribute True > log$i 2>&1 &
+                    done
+                """,
+            },
+            "MindSpore's deterministic switch sets HCCL_DETERMINISTIC=true itself",
+        ),
     )
 
     @staticmethod
