@@ -349,7 +349,10 @@ def _set(out: ProgramFacts, effect: str, on: Optional[bool], source: Source, opt
     default run have it: it is kept apart, for the rules to say so at its line."""
     if on is None:
         return
-    for brought in (effect, *table("seeding")["implied_effects"].get(effect, ())):
+    # Switching one effect on may bring others along (MindSpore's switch sets HCCL_DETERMINISTIC); switched
+    # off, the rule of the switch itself says so where it is written.
+    implied = table("seeding")["implied_effects"].get(effect, ()) if on else ()
+    for brought in (effect, *implied):
         if on and opt_in is not None:
             out.optional_effects.setdefault(brought, OptInSetting(source, *opt_in))
         else:
