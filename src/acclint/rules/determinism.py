@@ -994,7 +994,8 @@ class HcclDeterministicUnset(ProgramRule):
                                   "HCCL_DETERMINISTIC=true")
             return
         npu_launch = [(launch, evidence) for shell, launch in ctx.program.launches
-                      if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
+                      if _multi_process(launch) and _other_device(launch) is None
+                      and (evidence := _ascend_evidence(shell)) is not None]
         if not self._needs_hccl(ctx, facts) and not npu_launch:
             return
         # Never blamed on a launch that selects another device (a single-process GPU script).
@@ -1019,7 +1020,7 @@ class HcclDeterministicUnset(ProgramRule):
         for launch in shell.script.launches:
             # A script found on disk is judged by its run (a training program) or is no training
             # launch; one that is not on disk counts only where the launch line shows it trains.
-            if _multi_process(launch) and "npu-deterministic" not in launch.flags() \
+            if _multi_process(launch) and "npu-deterministic" not in launch.flags() and _other_device(launch) is None \
                     and ctx.project.launch_target(shell, launch.script) is None and launch_trains(launch):
                 if not _shell_sets(launch.effective_env(), "HCCL_DETERMINISTIC"):
                     ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true",
