@@ -323,6 +323,9 @@ class FileFacts:
     # Optimizer param groups written as a list of dicts (`[{"params": p, "weight_decay": 0.0}]`):
     # call node -> ParamGroups of its first argument (the dicts' literal entries only).
     param_groups: dict = field(default_factory=dict)
+    # A call whose first argument is a list or tuple of names (`Adam([image], lr=0.1)`): call node -> the
+    # elements' dotted names ("" for an element that is not a plain name). What an optimizer steps.
+    name_lists: dict = field(default_factory=dict)
     blocks: list = field(default_factory=list)  # Block, in source order
     returns: list = field(default_factory=list)  # Return, in source order
     name_uses: list = field(default_factory=list)  # NameUse: reads of listings, lists built in loops, self.x[...]
@@ -330,6 +333,9 @@ class FileFacts:
     divisions: list = field(default_factory=list)  # Division, in source order
     # Dotted names used as bounds of a slice (`logits[..., :vocab_size]` gives "vocab_size").
     slice_bounds: set = field(default_factory=set)
+    # `self.<attr>` written anywhere in a function, as (function scope, attr) -> how often, assignment
+    # targets included: what a class's methods use of what its `__init__` builds (linter.layers).
+    self_attributes: dict = field(default_factory=dict)
     main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)

@@ -499,6 +499,9 @@ class FileWalker:
             groups = param_groups(node.args[0].value)
             if groups is not None:
                 self.facts.param_groups[call.node] = groups
+            else:
+                self.facts.name_lists[call.node] = tuple(dotted_name(e.value) or "" for e in node.args[0].value.elements
+                                                         if isinstance(e, cst.Element))
         # The arguments flow into this call; the callee expression does not.
         self._children_in(node, ("args",), state, _sunk(state, "arg:" + call.callee), stack)
         self._children_in(node, ("func",), state, state, stack)
@@ -694,6 +697,14 @@ class FileWalker:
         if entries:
             where = self._node(node)
             self.class_tables[name] = [(entry, where) for entry in entries]
+
+    def _attribute(self, node: cst.Attribute, state: _State, stack: list):
+        value = node.value
+        if type(value) is cst.Name and value.value == "self":
+            key = (state.scope, node.attr.value)
+            uses = self.facts.self_attributes
+            uses[key] = uses.get(key, 0) + 1
+        return state
 
     def _aug_assign(self, node: cst.AugAssign, state: _State, stack: list):
         if type(node.operator) is cst.DivideAssign:  # `loss /= steps`
@@ -1033,4 +1044,5 @@ _HANDLERS.update({
     cst.With: FileWalker._with,
     cst.CompFor: FileWalker._comp_for,
     cst.AugAssign: FileWalker._aug_assign,
+    cst.Attribute: FileWalker._attribute,
 })

@@ -573,7 +573,37 @@ class SoftmaxCrossEntropyDefaults(KeywordsDefault):
         step.set_train()
         for _ in range(2):
             step(ops.ones((8, 4)), ms.Tensor([0, 1, 2, 0, 1, 2, 0, 1], ms.int32))
-    """, "a loss Cell that one-hot encodes the labels and averages the loss itself (the defaults on purpose)"))
+    """, "a loss Cell that one-hot encodes the labels and averages the loss itself (the defaults on purpose)"),
+        Example(
+            {
+                "export.py": """
+                    import mindspore as ms
+                    from mindspore import nn
+
+                    if __name__ == "__main__":
+                        net = nn.Dense(4, 2)
+                        ms.load_param_into_net(net, ms.load_checkpoint("net.ckpt"))
+                        loss_fn = nn.SoftmaxCrossEntropyWithLogits()
+                        model = ms.Model(net, loss_fn=loss_fn, metrics={"acc"})
+                        ms.export(net, ms.ops.ones((1, 4)), file_name="net", file_format="MINDIR")
+                """,
+                "train.py": """
+                    import mindspore as ms
+                    from mindspore import nn
+
+                    if __name__ == "__main__":
+                        net = nn.Dense(4, 2)
+                        loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+                        opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+                        train_net = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
+                        train_net.set_train()
+                        train_net(ms.ops.ones((2, 4)), ms.ops.ones((2,), ms.int32))
+                        ms.save_checkpoint(net, "net.ckpt")
+                """,
+            },
+            "an export.py that loads the trained checkpoint into the net it builds: no training runs there",
+        ),
+    )
 
     def judge(self, facts: FileFacts, call: Call, entry: dict) -> Optional[tuple]:
         missing = self.missing_keywords(call, entry)
