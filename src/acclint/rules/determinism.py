@@ -13,6 +13,8 @@ from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
 from acclint.rules.data_loading import runs_workers, worker_init_fn
 from acclint.rules.deterministic_ops import nondeterministic_uses
+from acclint.rules.device_pins import runs_only_off
+from acclint.rules.dropout_values import complement_of, default_keep, keep_first, probability_arg, switch_off
 from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
 from acclint.rules.values import Origin, enclosing_function, number, passed_by_a_caller, value_origin
@@ -330,6 +332,32 @@ class CudnnBenchmark(ExplicitRule):
             },
             "in a helper that no scanned program calls",
         ),
+        Example(
+            {
+                "runs/lr0.01/train.py": """
+                    import torch
+
+                    if __name__ == "__main__":
+                        torch.backends.cudnn.benchmark = True  # expect: ACL202
+                        model = torch.nn.Conv2d(3, 8, 3).cuda()
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 3, 8, 8).cuda()).sum().backward()
+                        optimizer.step()
+                """,
+                "runs/lr0.1/train.py": """
+                    import torch
+
+                    if __name__ == "__main__":
+                        torch.backends.cudnn.benchmark = True
+                        model = torch.nn.Conv2d(3, 8, 3).cuda()
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 3, 8, 8).cuda()).sum().backward()
+                        optimizer.step()
+                """,
+            },
+            "byte-identical copies of a training script, committed beside each run's logs: one finding, naming "
+            "the copy",
+        ),
     )
     valid = (
         Example.script("""
@@ -574,6 +602,31 @@ _DUAL_BACKEND_PRETRAIN = """
 """
 
 
+# A MindSpore model-zoo style entry: the device and data parallelism come from its flags.
+_DUAL_DEVICE_MS_TRAIN = """
+    import argparse
+
+    import mindspore as ms
+    from mindspore import nn
+    from mindspore.communication import init
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device_target", default="Ascend")
+    parser.add_argument("--run_distribute", default="False")
+
+    if __name__ == "__main__":
+        args = parser.parse_args()
+        ms.set_context(device_target=args.device_target)
+        if args.run_distribute == "True":
+            init()
+        net = nn.Dense(2, 2)
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+        train_net = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        train_net.set_train()
+        train_net(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))
+"""
+
+
 class HcclDeterministicUnset(ProgramRule):
     code = "ACL205"
     name = "hccl-deterministic-unset"
@@ -587,7 +640,9 @@ class HcclDeterministicUnset(ProgramRule):
         "it or in a folder above it up to the project root: a launch of an inference, evaluation, conversion or "
         "data-preparation script (one that does not train) is not reported. When the script is not on disk, the "
         "launch line is reported only if it shows it trains (a training word in the script's name such as "
-        "`pretrain_gpt.py`, or a flag such as `--train-iters`).",
+        "`pretrain_gpt.py`, or a flag such as `--train-iters`). A launch that selects another device "
+        "(`--device_target GPU`) is never blamed, and launch lines of "
+        "one run (a line per rank) are one finding.",
         why="HCCL's reduction collectives (AllReduce, ReduceScatter, Reduce) are nondeterministic by default "
         "(`false`): gradient sums change order between runs, so loss curves drift apart even on the same NPUs. "
         "NCCL on the GPU side has its own order; only a deterministic HCCL makes NPU runs repeatable.",
@@ -745,6 +800,23 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "the same script launched with --use_ascend True takes the HCCL branch",
         ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN,
+                "run_distribute_train.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    export RANK_TABLE_FILE=$1
+                    export DEVICE_ID=0
+                    python train.py --device_target Ascend --run_distribute True > log0 2>&1 &  # expect: ACL205
+                    for((i=1;i<8;i++)); do
+                        export DEVICE_ID=$i
+                        python train.py --device_target Ascend --run_distribute True > log$i 2>&1 &
+                    done
+                """,
+            },
+            "two launch lines of one 8-card run (rank 0, then ranks 1-7): one finding",
+        ),
     )
     valid = (
         Example.script("""
@@ -874,6 +946,33 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a launch of a script that is not on disk and whose name says it evaluates",
         ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN,
+                "run_standalone_train_gpu.sh": """
+                    #!/bin/bash
+                    python train.py --device_target GPU > log 2>&1 &
+                """,
+            },
+            "a single-process GPU launch of a program that could also run on Ascend: not where HCCL is missing",
+        ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN.replace("set_context(device_target=args.device_target)",
+                                                          'set_context(device_target=args.device_target, '
+                                                          'deterministic="ON")'),
+                "run_distribute_train.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    export RANK_TABLE_FILE=$1
+                    for((i=0;i<8;i++)); do
+                        export DEVICE_ID=$i
+                        python train.py --device_target Ascend --run_distribute True > log$i 2>&1 &
+                    done
+                """,
+            },
+            "MindSpore's deterministic switch sets HCCL_DETERMINISTIC=true itself",
+        ),
     )
 
     @staticmethod
@@ -895,10 +994,15 @@ class HcclDeterministicUnset(ProgramRule):
                                   "HCCL_DETERMINISTIC=true")
             return
         npu_launch = [(launch, evidence) for shell, launch in ctx.program.launches
-                      if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
+                      if _multi_process(launch) and _other_device(launch) is None
+                      and (evidence := _ascend_evidence(shell)) is not None]
         if not self._needs_hccl(ctx, facts) and not npu_launch:
             return
-        launches = npu_launch or [(launch, None) for _, launch in ctx.program.launches]
+        # Never blamed on a launch that selects another device (a single-process GPU script).
+        launches = npu_launch or [(launch, _ascend_evidence(shell)) for shell, launch in ctx.program.launches
+                                  if _other_device(launch) is None]
+        if not launches and ctx.program.launches:
+            return  # every launch of it runs on another device
         opt_in = facts.optional_effects.get("hccl-deterministic")
         for launch, evidence in launches:
             ctx.report_shell(self, launch.span, self._message(evidence, opt_in), fix="export HCCL_DETERMINISTIC=true",
@@ -916,7 +1020,7 @@ class HcclDeterministicUnset(ProgramRule):
         for launch in shell.script.launches:
             # A script found on disk is judged by its run (a training program) or is no training
             # launch; one that is not on disk counts only where the launch line shows it trains.
-            if _multi_process(launch) and "npu-deterministic" not in launch.flags() \
+            if _multi_process(launch) and "npu-deterministic" not in launch.flags() and _other_device(launch) is None \
                     and ctx.project.launch_target(shell, launch.script) is None and launch_trains(launch):
                 if not _shell_sets(launch.effective_env(), "HCCL_DETERMINISTIC"):
                     ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true",
@@ -929,6 +1033,16 @@ class HcclDeterministicUnset(ProgramRule):
                  f"{runs_only_when(opt_in.source.describe(), opt_in.guard, opt_in.default)}." if opt_in else "")
         return (f"HCCL_DETERMINISTIC is not set to true for this multi-card NPU run{why}: HCCL reductions "
                 f"(AllReduce/ReduceScatter) sum in a varying order.{opted}")
+
+
+def _other_device(launch) -> Optional[str]:
+    """The flag that makes a launch select another device than the NPU (npu_launch.toml), or None."""
+    hints = table("npu_launch")
+    words, devices = tuple(hints["device_flag_words"]), frozenset(hints["other_devices"])
+    for name, flag in {**launch.launcher_flags(), **launch.flags()}.items():
+        if any(word in name.lower() for word in words) and (flag.value or "").strip("'\"").lower() in devices:
+            return f"--{name} {flag.value}"
+    return None
 
 
 def _multi_process(launch) -> bool:
@@ -983,9 +1097,14 @@ class MindSporeDeterministicOff(EffectRule):
     switch_on = {"mindspore.set_context": ("deterministic", None, '"ON"'),
                  "mindspore.set_deterministic": ("deterministic", 0, "True")}
     switch_on_statement = ('mindspore.set_context(deterministic="ON")', "mindspore")
+    # Switching it on also sets HCCL_DETERMINISTIC=true (mindspore/context.py, set_context(deterministic="ON");
+    # mindspore/device_manager.py, set_deterministic(True); read in MindSpore 2.10): one call fixes both.
+    also_fixes = ("ACL205",)
     doc = RuleDoc(
         what="Reports a MindSpore training entry point that never calls `mindspore.set_deterministic(True)` "
-        "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off.",
+        "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off. A "
+        "program whose every device pin is a literal CPU or GPU (`set_context(device_target=\"CPU\")`, "
+        "`ms.set_device(\"GPU\")`) is not asked: the switch acts on Ascend kernels and HCCL collectives.",
         why="Ascend kernels and communication in the global group then use nondeterministic implementations; "
         "two MindSpore runs differ, so a difference against the PyTorch reference cannot be attributed. Call it "
         "before `mindspore.communication.init()` so collectives are covered.",
@@ -1039,7 +1158,25 @@ class MindSporeDeterministicOff(EffectRule):
             net = nn.Dense(3, 1)
             grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
         """),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn, ops
+
+            if __name__ == "__main__":
+                ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+                ms.set_seed(0)
+                net = nn.Dense(4, 2)
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, "pinned to CPU: the switch acts on Ascend kernels and HCCL collectives only"),
     )
+
+    def required(self, ctx: ProgramContext, facts: ProgramFacts) -> bool:
+        # A program pinned to CPU or GPU never runs the Ascend kernels and HCCL collectives the switch acts
+        # on: asking for it changes nothing there (the Ascend port of the program is another program).
+        return runs_only_off(ctx, table("usage")["device_pins"]["deterministic_acts_on"]) is None
 
     def missing_message(self, ctx: ProgramContext, facts: ProgramFacts) -> str:
         return f"{ctx.program.entry.path} never switches on MindSpore deterministic computing (default \"OFF\")."
@@ -1183,7 +1320,7 @@ class DropoutInParityRun(ProgramRule):
     summary = "Dropout is active in a seeded parity run"
     doc = RuleDoc(
         what="Reports dropout with a non-zero probability (torch `nn.Dropout`/`F.dropout`, MindSpore "
-        "`nn.Dropout`, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity. "
+        "`nn.Dropout`, whose first argument is the keep probability: drop = 1 - keep_prob, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity. "
         "The probability may be a literal or a name acclint follows one step: a constant, a constructor's default "
         "that no caller in the program overrides, or a config attribute whose config class (declared, or the one "
         "the file and its imported modules agree on) gives a default.",
@@ -1250,6 +1387,21 @@ class DropoutInParityRun(ProgramRule):
                         self.dropout = nn.Dropout(config.hidden_dropout_prob)  # expect: ACL209
             """,
         }, title="the probability from a module constant, a constructor default, a config class's default"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn, ops
+
+            DROP = 0.1
+
+
+            if __name__ == "__main__":
+                ms.set_seed(0)
+                net = nn.SequentialCell(nn.Dense(4, 2), nn.Dropout(1 - DROP))  # expect: ACL209
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, title="MindSpore: keep_prob written as 1 - p by the code drops p"),
     )
     valid = (
         Example.script("""
@@ -1277,6 +1429,21 @@ class DropoutInParityRun(ProgramRule):
                 net = Net(dropout=0.0)
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, title="the caller switches the constructor's default off"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn, ops
+
+            DROP = 0.0
+
+
+            if __name__ == "__main__":
+                ms.set_seed(0)
+                net = nn.SequentialCell(nn.Dense(4, 2), nn.Dropout(keep_prob=1.0), nn.Dropout(1 - DROP))
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, title="MindSpore: keep_prob=1.0 and 1 - 0.0 keep everything (no dropout)"),
     )
 
     consequence = "draws device-specific masks: GPU and NPU losses diverge from step 0 even with equal seeds."
@@ -1288,21 +1455,14 @@ class DropoutInParityRun(ProgramRule):
         for step in ctx.program.calls():
             if not step.fact.names & dropouts:
                 continue
-            p = step.fact.arg("p", 0)
-            if p is None or p.value.is_literal:
-                value = p.value.literal if p is not None else 0.5
-                if number(value) and value > 0:
-                    ctx.report(self, step.file, step.fact.node, f"dropout p={value} {self.consequence}",
-                               fix="use p=0.0 for the alignment run",
-                               autofix=unsafe_fix("set p=0.0", SetArgument(keyword="p", position=0, code="0.0")))
+            found = self._drop_probability(ctx, step)
+            if found is None:
                 continue
-            if p.keyword is None and "mindspore.nn.Dropout" in step.fact.names:
-                continue  # positionally that is keep_prob, not a drop probability (ACL704)
-            origin = self._origin(ctx, step, p.value)
-            if origin is not None and number(origin.value) and origin.value > 0:
-                ctx.report(self, step.file, step.fact.node,
-                           f"dropout p={origin.value} (`{p.value.dotted}`: {origin.what}, {origin.where}) "
-                           f"{self.consequence}", fix=f"use 0.0 for `{p.value.dotted}` in the alignment run")
+            drop, said, written = found
+            if number(drop) and drop > 0:
+                fix = f"use 0.0 for `{said}` in the alignment run" if said else "use p=0.0 for the alignment run"
+                ctx.report(self, step.file, step.fact.node, f"dropout p={drop:g}{written} {self.consequence}", fix=fix,
+                           autofix=None if said else unsafe_fix("switch dropout off", switch_off(step.fact)))
         for shell, launch in ctx.program.launches:
             for flag in ("attention-dropout", "hidden-dropout"):
                 value = launch.flags().get(flag)
@@ -1310,6 +1470,27 @@ class DropoutInParityRun(ProgramRule):
                     ctx.report_shell(self, value.span, f"--{flag} {value.value}: dropout masks differ between "
                                      "CUDA and Ascend.", fix=f"--{flag} 0.0 for the alignment run")
 
+
+    def _drop_probability(self, ctx: ProgramContext, step) -> Optional[tuple]:
+        """(drop probability, the name it comes from or "", how it is written) of a dropout call, or None
+        when not followed. MindSpore's nn.Dropout reads a keep probability first: drop = 1 - keep, and
+        `1 - x` written there is the drop probability x converted by the code."""
+        arg, keep = probability_arg(step.fact)
+        if arg is None:
+            return (1 - default_keep() if keep_first(step.fact) else 0.5), "", ""
+        value, converted = arg.value, complement_of(arg.value)
+        if converted is not None:  # keep_prob=1 - x drops x; p=1 - x drops 1 - x
+            keep, value = not keep, converted
+        if value.is_literal:
+            number_ = value.literal if number(value.literal) else None
+            if number_ is None:
+                return None
+            return (1 - number_ if keep else number_), "", f" (keep_prob={number_:g})" if keep else ""
+        origin = self._origin(ctx, step, value)
+        if origin is None or not number(origin.value):
+            return None
+        kept = f"keep_prob={origin.value:g}, " if keep else ""
+        return (1 - origin.value if keep else origin.value), value.dotted, f" ({kept}`{value.dotted}`: {origin.what}, {origin.where})"
 
     @staticmethod
     def _origin(ctx: ProgramContext, step, value) -> Optional[Origin]:

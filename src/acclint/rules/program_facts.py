@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
+from acclint.knowledge.library import seeders as library_seeders
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import Assignment, Call, EnvWrite, FlagGuard
 from acclint.linter.models import builds_weights
@@ -215,7 +216,7 @@ def _training_frameworks(program: Program) -> frozenset:
 
 
 def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
-    seeders = table("seeding")["seeders"]
+    seeders = library_seeders()
     for name in (*call.names, *_local_class_seeders(ctx, step, call, seeders)):
         entry = seeders.get(name)
         if entry is not None:
@@ -348,10 +349,14 @@ def _set(out: ProgramFacts, effect: str, on: Optional[bool], source: Source, opt
     default run have it: it is kept apart, for the rules to say so at its line."""
     if on is None:
         return
-    if on and opt_in is not None:
-        out.optional_effects.setdefault(effect, OptInSetting(source, *opt_in))
-        return
-    (out.effects if on else out.effects_off).setdefault(effect, source)
+    # Switching one effect on may bring others along (MindSpore's switch sets HCCL_DETERMINISTIC); switched
+    # off, the rule of the switch itself says so where it is written.
+    implied = table("seeding")["implied_effects"].get(effect, ()) if on else ()
+    for brought in (effect, *implied):
+        if on and opt_in is not None:
+            out.optional_effects.setdefault(brought, OptInSetting(source, *opt_in))
+        else:
+            (out.effects if on else out.effects_off).setdefault(brought, source)
 
 
 def _env(name: str, value: Optional[str], source: Source, env_table: dict, out: ProgramFacts,
