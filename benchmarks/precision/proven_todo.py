@@ -6,8 +6,8 @@ errors whose premises are all proven (`finding.proven`) and that judged/<repo>.c
 and writes them to OUT/<repo>.csv (with the message and the premises' evidence) so they can be judged.
 
 A (repository, rule) stratum with more than 12 of them is judged on a seeded sample of 12; the draw is
-recorded in samples/<repo>.csv (repo,commit,path,line,rule,sampled), the format the weighting reads:
-each drawn warning stands for N / n of its stratum (N: the proven warnings not judged at the draw).
+recorded in samples/<repo>.csv by measure.Sample (seeded as measure.py --sample draws): each drawn
+warning stands for N / n of its stratum (N: the proven warnings not judged at the draw).
 A stratum already in samples/<repo>.csv is not drawn again.
 
     PYTHONPATH=src python benchmarks/precision/proven_todo.py --root /work/corpus --out /tmp/todo
@@ -18,52 +18,14 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
-import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
 
-SAMPLE_COLUMNS = ("repo", "commit", "path", "line", "rule", "sampled")
 THRESHOLD = 12
 SIZE = 12
-
-
-def read_samples(path: Path) -> dict[str, list[tuple]]:
-    strata = collections.defaultdict(list)
-    if path.exists():
-        with open(path, newline="", encoding="utf-8") as handle:
-            for row in csv.DictReader(handle):
-                strata[row["rule"]].append((row["path"], int(row["line"]), row["rule"], row["sampled"] == "yes"))
-    return strata
-
-
-def write_samples(path: Path, repo, strata: dict[str, list[tuple]]):
-    path.parent.mkdir(exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(SAMPLE_COLUMNS)
-        for rule in sorted(strata):
-            for p, line, r, drawn in sorted(strata[rule]):
-                writer.writerow((repo.repo, repo.commit, p, line, r, "yes" if drawn else "no"))
-
-
-def draw(repo, todo: dict[tuple, object], seed: int) -> dict[str, list[tuple]]:
-    path = measure.HERE / "samples" / f"{repo.name}.csv"
-    strata = read_samples(path)
-    by_rule = collections.defaultdict(list)
-    for key in todo:
-        by_rule[key[2]].append(key)
-    for rule, keys in sorted(by_rule.items()):
-        if rule in strata or len(keys) <= THRESHOLD:
-            continue
-        population = sorted(set(keys))
-        picked = set(random.Random(f"{seed}:{repo.name}:{rule}").sample(population, SIZE))
-        strata[rule] = [key + (key in picked,) for key in population]
-    if strata:
-        write_samples(path, repo, strata)
-    return strata
 
 
 def main(argv=None) -> int:
@@ -77,14 +39,14 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     repos = [r for r in measure.load_corpus() if r.split == "tuning" and (not args.repo or r.name in args.repo)]
     for repo in repos:
-        tree = args.root / repo.name
+        tree = args.root / repo.folder
         if not tree.is_dir():
             print(f"{repo.name}: no tree at {tree}", file=sys.stderr)
             continue
         verdicts = measure.load_verdicts(repo)
         todo = {}
         proven = {}
-        for finding in measure.scan_repo(tree, args.jobs):
+        for finding in measure.scan_repo(tree, args.jobs, repo.paths):
             if not finding.proven:
                 continue
             key = (measure.relative(finding.path, tree), finding.line, finding.rule)
@@ -98,13 +60,14 @@ def main(argv=None) -> int:
             writer.writerow(("path", "line", "rule", "verdict"))
             for key in sorted(proven):
                 writer.writerow(key + (verdicts.get(key, {}).get("verdict", ""),))
-        strata = draw(repo, todo, args.seed)
+        # The stratum is the proven warnings not judged yet: measure.Sample's draw over them alone.
+        sample = measure.Sample(repo)
+        sample.draw(sorted(todo), {}, THRESHOLD, SIZE, args.seed)
         with open(args.out / f"{repo.name}.csv", "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(("path", "line", "rule", "severity", "to_judge", "message", "evidence"))
             for key, finding in sorted(todo.items()):
-                drawn = [s for s in strata.get(key[2], []) if s[:3] == key]
-                to_judge = "yes" if not drawn or drawn[0][3] else "no"
+                to_judge = "no" if sample.weight(key) is None else "yes"
                 evidence = " | ".join(f"{p.premise}: {p.evidence}" for p in finding.premises)
                 writer.writerow(key + (finding.severity, to_judge, finding.message, evidence))
         print(f"{repo.name}: proven {dict(proven_total)}; not judged {dict(collections.Counter(k[2] for k in todo))}",
