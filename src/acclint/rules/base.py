@@ -52,10 +52,17 @@ def report_written(ctx: FileContext, rule: Rule, node: int, message: str, *, fix
                    severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
     """Report a setting written at `node`. Written under a flag this file declares off by default, it is
     the opt-in of users who pass the flag, not what the default run does: said so, as info."""
-    opted = written_opt_in(ctx.facts, node)
-    if opted is not None:
-        message, severity = f"{message.rstrip('.')} ({runs_only_when('it', *opted)}).", "info"
+    message, severity = opt_in_wording(ctx.facts, node, message, severity)
     ctx.report(rule, node, message, fix=fix, severity=severity, autofix=autofix)
+
+
+def opt_in_wording(facts: FileFacts, node: int, message: str, severity: Optional[str]) -> tuple:
+    """(message, severity) of a setting written at `node`: said to run only with its flag, as info, when
+    written under a flag the file declares off by default."""
+    opted = written_opt_in(facts, node)
+    if opted is None:
+        return message, severity
+    return f"{message.rstrip('.')} ({runs_only_when('it', *opted)}).", "info"
 
 
 class ProgramRule(Rule):
