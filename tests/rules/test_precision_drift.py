@@ -114,3 +114,78 @@ def test_hf32_on_beside_cuda_tf32_is_left_alone(tmp_path):
     files = {"train.py": _TRAIN.format(npu="import torch_npu", device=".npu()"),
              "numerics.py": _CONFIGURE + "    torch.npu.matmul.allow_hf32 = True\n"}
     assert _scan(tmp_path, files, "ACL616") == []
+
+
+_ROTARY = """
+    import torch
+    from torch import nn
+
+
+    class Rotary(nn.Module):
+        def forward(self, x):
+            pos = torch.arange({length}, device=x.device, dtype=x.dtype)
+            return x * pos[None, :, None].cos()
+
+
+    if __name__ == "__main__":
+        model = nn.Sequential(nn.Linear(16, 16), Rotary()){cast}
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        model(torch.randn(2, 1024, 16)).float().pow(2).mean().backward()
+        optimizer.step()
+"""
+
+
+def test_positions_name_the_cast_and_prove_the_arithmetic_only_with_a_known_length(tmp_path):
+    (finding,) = _scan(tmp_path, {"train.py": _ROTARY.format(length="x.shape[1]", cast=".half()")}, "ACL617")
+    assert finding.line == 8 and "above 2**11 = 2048" in finding.message
+    value, material = _premise(finding, "value"), _premise(finding, "material")
+    assert value.proven and "float16 (`.half()` at train.py:13)" in value.evidence
+    assert not material.proven and "x.shape[...]" in material.evidence and not finding.proven
+    (finding,) = _scan(tmp_path, {"train.py": _ROTARY.format(length="4096", cast=".half()")}, "ACL617")
+    assert _premise(finding, "material").proven and finding.proven
+
+
+def test_positions_a_low_dtype_holds_exactly_are_left_alone(tmp_path):
+    assert _scan(tmp_path, {"train.py": _ROTARY.format(length="2048", cast=".half()")}, "ACL617") == []
+    assert _scan(tmp_path, {"train.py": _ROTARY.format(length="4096", cast="")}, "ACL617") == []
+
+
+_EMA = """
+    import copy
+
+    import torch
+    from torch import nn
+
+
+    class EMA:
+        def __init__(self, model, decay={decay}):
+            self.shadow = copy.deepcopy(model)
+            self.decay = decay
+
+        def update(self, model):
+            for e, p in zip(self.shadow.parameters(), model.parameters()):
+                e.copy_(self.decay * e + (1 - self.decay) * p)
+
+
+    if __name__ == "__main__":
+        model = nn.Linear(8, 8).to(torch.bfloat16)
+        ema = EMA(model)
+        ema.shadow.{upcast}
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.randn(4, 8, dtype=torch.bfloat16)).float().mean().backward()
+        optimizer.step()
+        ema.update(model)
+"""
+
+
+def test_an_ema_states_the_resolution_arithmetic_of_its_decay(tmp_path):
+    (finding,) = _scan(tmp_path, {"train.py": _EMA.format(decay="0.999", upcast="eval()")}, "ACL618")
+    assert finding.line == 15 and "2**-9" in finding.message and "1 - decay = 0.001 is below it" in finding.message
+    material = _premise(finding, "material")
+    assert material.proven and material.evidence.startswith("1 - decay = 0.001 < 2**-9")
+    assert "bfloat16 (`.to(torch.bfloat16)` at train.py:19)" in _premise(finding, "value").evidence
+
+
+def test_an_ema_with_a_decay_bfloat16_resolves_or_a_float32_shadow_is_left_alone(tmp_path):
+    assert _scan(tmp_path, {"train.py": _EMA.format(decay="0.99", upcast="eval()")}, "ACL618") == []
+    assert _scan(tmp_path, {"train.py": _EMA.format(decay="0.9999", upcast="float()")}, "ACL618") == []
