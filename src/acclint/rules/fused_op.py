@@ -221,7 +221,8 @@ class AttentionMaskPolarity(FusedTrap):
     ops = frozenset(masks()["sinks"])
     doc = RuleDoc(
         what="Follows the mask given to `npu_fusion_attention` (`atten_mask`) or `F.scaled_dot_product_attention` "
-        "(`attn_mask`) back through the function's assignments and local helpers' returns, and reports it when "
+        "(`attn_mask`) back through the function's assignments and local helpers' returns (a helper's parameters "
+        "mean what its call passes: `to_fused_mask(bias)` returning `~mask.bool()`), and reports it when "
         "what it means is the opposite of what the kernel reads: a keep mask (a `tril` causal mask, or an additive "
         "0/-inf mask turned boolean with `== 0` / `logical_not`) given to `npu_fusion_attention`, or a boolean "
         "mask that is True where positions are masked out (an additive mask built with `masked_fill(..., "
@@ -277,6 +278,37 @@ class AttentionMaskPolarity(FusedTrap):
                     q, k, v, heads, "BNSD", atten_mask=keep, scale=scale,
                 )[0]
         """, "through a helper's return: `== 0` makes a keep mask, which the NPU kernel reads as masked"),
+        Example.script("""
+            import torch
+            import torch_npu
+            from torch import nn
+
+
+            def to_fused_mask(mask):
+                return ~mask.bool()  # the SDPA habit: True = attend
+
+
+            class Block(nn.Module):
+                def __init__(self, dim, heads):
+                    super().__init__()
+                    self.heads, self.qkv = heads, nn.Linear(dim, 3 * dim)
+
+                def forward(self, x, lengths):
+                    q, k, v = self.qkv(x).chunk(3, dim=-1)
+                    keep = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]
+                    bias = torch.zeros(keep.shape, device=x.device).masked_fill(~keep, float("-inf"))
+                    return torch_npu.npu_fusion_attention(  # expect: ACL404
+                        q, k, v, self.heads, "BSH", atten_mask=to_fused_mask(bias)[:, None, None, :], scale=0.25,
+                    )[0]
+
+
+            if __name__ == "__main__":
+                model = Block(64, 4).npu()
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                model(torch.randn(2, 16, 64).npu(), torch.tensor([16, 9]).npu()).pow(2).mean().backward()
+                optimizer.step()
+        """, "an additive mask handed to a helper that converts its argument: the helper's return means what "
+            "the argument means, converted"),
     )
     valid = (
         Example.script("""
@@ -318,6 +350,36 @@ class AttentionMaskPolarity(FusedTrap):
             def attention(q, k, v, mask):
                 return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.bool())
         """, "a parameter: its meaning is not known here"),
+        Example.script("""
+            import torch
+            import torch_npu
+            from torch import nn
+
+
+            def to_fused_mask(mask):
+                return mask.bool()  # True where the additive mask holds -inf: masked, as the NPU kernel reads it
+
+
+            class Block(nn.Module):
+                def __init__(self, dim, heads):
+                    super().__init__()
+                    self.heads, self.qkv = heads, nn.Linear(dim, 3 * dim)
+
+                def forward(self, x, lengths):
+                    q, k, v = self.qkv(x).chunk(3, dim=-1)
+                    keep = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]
+                    bias = torch.zeros(keep.shape, device=x.device).masked_fill(~keep, float("-inf"))
+                    return torch_npu.npu_fusion_attention(
+                        q, k, v, self.heads, "BSH", atten_mask=to_fused_mask(bias)[:, None, None, :], scale=0.25,
+                    )[0]
+
+
+            if __name__ == "__main__":
+                model = Block(64, 4).npu()
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                model(torch.randn(2, 16, 64).npu(), torch.tensor([16, 9]).npu()).pow(2).mean().backward()
+                optimizer.step()
+        """, "the same helper keeping the additive mask's polarity"),
     )
 
     def trap(self, facts: FileFacts, call: Call) -> Optional[tuple]:
