@@ -106,7 +106,8 @@ class PositionsInModelDtype(ProgramRule):
         fix="Build positions and angles in float32 and cast the result: `torch.arange(n, device=x.device, "
         "dtype=torch.float32)`, `torch.outer(pos, inv_freq.float())`, then `.cos().to(x.dtype)`.",
         references=("docs/knowledge/mixed-precision.md#dtypes-that-drift-with-the-model",
-                    "huggingface/transformers#29285 (rotary positions computed in bfloat16 lose precision past 256)"),
+                    "huggingface/transformers#29285 (rotary positions computed in bfloat16 lose precision past 256)",
+                    "EleutherAI/gpt-neox#1003 (`arange(seqlen).type_as(inv_freq)` in half precision: cos off by 0.78)"),
     )
     invalid = (
         Example.script("""
