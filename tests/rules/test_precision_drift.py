@@ -43,7 +43,7 @@ def test_a_second_optimizer_step_is_proven_to_run_in_the_same_iteration(tmp_path
     (finding,) = findings
     assert finding.line == 12 and "second time" in finding.message and "train.py:10" in finding.message
     value = _premise(finding, "value")
-    assert value.proven and "train.py:12" in value.evidence and "loop body of `<module>`" in value.evidence
+    assert value.proven and "train.py:12" in value.evidence and "loop body of `<module>`, the plain step under no `if`" in value.evidence
     assert finding.proven
 
 
@@ -189,3 +189,14 @@ def test_an_ema_states_the_resolution_arithmetic_of_its_decay(tmp_path):
 def test_an_ema_with_a_decay_bfloat16_resolves_or_a_float32_shadow_is_left_alone(tmp_path):
     assert _scan(tmp_path, {"train.py": _EMA.format(decay="0.99", upcast="eval()")}, "ACL618") == []
     assert _scan(tmp_path, {"train.py": _EMA.format(decay="0.9999", upcast="float()")}, "ACL618") == []
+
+
+def test_a_plain_step_under_a_test_of_its_own_is_not_known_to_run_with_the_scaler(tmp_path):
+    source = _DOUBLE_STEP.format(second="if torch.isfinite(loss):\n            optimizer.step()")
+    assert _scan(tmp_path, {"train.py": source}, "ACL613") == []
+
+
+def test_positions_outside_a_model_class_are_not_the_models(tmp_path):
+    collate = _ROTARY.replace("class Rotary(nn.Module):", "class Rotary(nn.Module):\n    pass\n\n\nclass Collate:")
+    source = collate.format(length="x.shape[1]", cast=".half()").replace("Rotary()", "nn.Identity()")
+    assert _scan(tmp_path, {"train.py": source}, "ACL617") == []

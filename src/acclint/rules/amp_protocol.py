@@ -61,8 +61,8 @@ class GradScalerHalfway(Rule):
         what="Reports, for a `GradScaler` of this file, a plain `optimizer.step()` in the function that calls "
         "`scaler.scale(loss).backward()` when the scaler never steps (`scaler.step(optimizer)` appears nowhere in "
         "the file); a plain `optimizer.step()` in the same pass of the function as `scaler.step(optimizer)` (the "
-        "optimizer stepped twice per iteration, in either order; the two sides of one `if`/`else` are one step "
-        "each); and `scaler.step(optimizer)` when `scaler.update()` appears nowhere in the file. A scaler built "
+        "optimizer stepped twice per iteration, in either order, when the plain step is under no `if` of its own "
+        "or under the same test as the scaler's); and `scaler.step(optimizer)` when `scaler.update()` appears nowhere in the file. A scaler built "
         "with `enabled=False` is left alone.",
         why="`scaler.scale(loss)` multiplies the loss by the scale (65536 at the start), so every gradient is 65536x "
         "too large. `scaler.step(optimizer)` divides them back, checks them for inf/NaN and skips the step when it "
@@ -208,15 +208,16 @@ class GradScalerHalfway(Rule):
                 continue
             for plain in _calls_on(facts, name, "step"):
                 if plain.args or plain.scope != scaled.scope or plain.in_loop != scaled.in_loop \
-                        or _exclusive(plain, scaled):
+                        or not _runs_with(plain, scaled):
                     continue
                 yield plain, scaled
 
 
-def _exclusive(one: Call, other: Call) -> bool:
-    """The two sides of one `if`/`else` (the same test, one of them negated): never both in one pass."""
-    a, b = one.guard, other.guard
-    return a is not None and b is not None and a.mentions == b.mentions and a.negated != b.negated
+def _runs_with(plain: Call, scaled: Call) -> bool:
+    """`plain` runs whenever `scaled` does: it is under no `if` of its own in the function, or under the same
+    test on the same side. The two sides of one `if`/`else`, or a plain step under another test (the branch
+    without a scaler, a step skipped when the norm is not finite), are not known to run together."""
+    return plain.guard is None or plain.guard == scaled.guard
 
 
 def _line(facts: FileFacts, call: Call) -> str:
@@ -234,8 +235,9 @@ def _double_step_message(facts: FileFacts, scaler: str, plain: Call, scaled: Cal
 
 def _same_iteration(facts: FileFacts, plain: Call, scaled: Call) -> Premise:
     where = "the loop body" if plain.in_loop else "the body"
+    guard = "under no `if` of its own" if plain.guard is None else "under the same test"
     return Premise("value", True, f"`{plain.callee}()` at {_line(facts, plain)} and `{scaled.callee}(...)` at "
-                   f"{_line(facts, scaled)} run in {where} of `{plain.scope}`, not on two sides of one `if`")
+                   f"{_line(facts, scaled)} run in {where} of `{plain.scope}`, the plain step {guard}")
 
 
 def _custom_amp_device(facts: FileFacts, call: Call) -> Optional[str]:

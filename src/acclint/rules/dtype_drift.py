@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from acclint.findings import Premise
+from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import MODULE_SCOPE, Call, FileFacts, Value
 from acclint.linter.rulebase import Example, RuleDoc
@@ -220,6 +221,9 @@ class PositionsInModelDtype(ProgramRule):
         exact = 2 ** (mantissa_bits(cast.dtype) + 1)
         for file in files:
             for call, how, length in _positions(file):
+                owner = _module_of(ctx, file, call.scope)
+                if owner is None:
+                    continue  # outside a model's methods (a data collator): the tensor need not be the model's
                 literal = length.literal if length is not None else None
                 known = isinstance(literal, int) and not isinstance(literal, bool)
                 if known and literal <= exact:
@@ -230,8 +234,19 @@ class PositionsInModelDtype(ProgramRule):
                 ctx.report(self, file, call.node, _positions_message(how, cast, exact),
                            fix="torch.arange(n, device=x.device, dtype=torch.float32), cast the result to x.dtype",
                            premises=(Premise("value", True, f"{cast.evidence}; {how} at {_where(file, call.node)} "
-                                             "takes the dtype of a tensor of that model"), material),
+                                             f"takes the dtype of a tensor in `{call.scope}`, a method of the "
+                                             f"module class `{owner}`"), material),
                            rests_on=("trains", "executes", "value", "material"))
+
+
+def _module_of(ctx: ProgramContext, file: FileFacts, scope: str) -> Optional[str]:
+    """The class of `scope` when it is a method of a model class (an nn.Module / Cell, through local bases)."""
+    function = file.functions.get(scope)
+    cls = file.classes.get(function.owner) if function is not None and function.owner else None
+    if cls is None:
+        return None
+    bases = frozenset(table("training")["models"]["bases"])
+    return cls.qualname if ctx.project.class_names(file, cls) & bases else None
 
 
 def _positions_message(how: str, cast: ModelCast, exact: int) -> str:
