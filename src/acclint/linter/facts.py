@@ -81,6 +81,10 @@ class FlagGuard:
     dotted: str
     form: str  # "not-none" | "truthy" | "equals" | "differs" (`if args.use_ascend == "True":` and its else)
     value: Optional[str] = None  # the literal compared with, for "equals" / "differs"
+    # A lookup with a default written in the code: `cfg.get("amp", False)` / `getattr(cfg, "amp", False)` is
+    # FlagGuard("cfg.amp", "truthy", fallback=False); `node` is the test's node (where that default is written).
+    fallback: Any = NOT_LITERAL
+    node: int = field(default=-1, compare=False)
 
 
 @dataclass(slots=True)

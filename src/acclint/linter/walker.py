@@ -229,14 +229,38 @@ def _compared_literal(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _flag_guards(test: cst.BaseExpression) -> tuple:
-    """(flag guards of the body, of the else branch) for a test on a plain name."""
+def _lookup(node: cst.BaseExpression) -> Optional[tuple]:
+    """(dotted key, default) of `cfg.get("amp", False)` / `getattr(cfg, "amp", False)`; the default is
+    None when not written (what both return then), NOT_LITERAL when it is code."""
+    if type(node) is not cst.Call or node.args and any(a.star or a.keyword for a in node.args):
+        return None
+    func, args = node.func, node.args
+    if type(func) is cst.Attribute and func.attr.value == "get" and 1 <= len(args) <= 2:
+        receiver, key, rest = dotted_name(func.value), literal(args[0].value), args[1:]
+    elif type(func) is cst.Name and func.value == "getattr" and len(args) == 3:
+        receiver, key, rest = dotted_name(args[0].value), literal(args[1].value), args[2:]
+    else:
+        return None
+    if not receiver or not isinstance(key, str) or not key.isidentifier():
+        return None
+    return f"{receiver}.{key}", literal(rest[0].value) if rest else None
+
+
+def _flag_guards(test: cst.BaseExpression, node_of=None) -> tuple:
+    """(flag guards of the body, of the else branch) for a test on a plain name, or on a config lookup
+    with a default (`cfg.get("amp", False)`; `node_of` registers its node, where the default is written)."""
     kind = type(test)
     if kind is cst.Name or kind is cst.Attribute:
         dotted = dotted_name(test)
         return ((F.FlagGuard(dotted, "truthy"),), ()) if dotted else ((), ())
+    if kind is cst.Call:
+        found = _lookup(test)
+        if found is None:
+            return (), ()
+        node = node_of(test) if node_of is not None else -1
+        return (F.FlagGuard(found[0], "truthy", fallback=found[1], node=node),), ()
     if kind is cst.UnaryOperation and isinstance(test.operator, cst.Not):
-        body, orelse = _flag_guards(test.expression)
+        body, orelse = _flag_guards(test.expression, node_of)
         return orelse, body
     if kind is cst.Comparison and len(test.comparisons) == 1:
         target = test.comparisons[0]
@@ -253,7 +277,7 @@ def _flag_guards(test: cst.BaseExpression) -> tuple:
             return (equals, differs) if isinstance(target.operator, cst.Equal) else (differs, equals)
         return (), ()
     if kind is cst.BooleanOperation and isinstance(test.operator, cst.And):
-        left, right = _flag_guards(test.left), _flag_guards(test.right)
+        left, right = _flag_guards(test.left, node_of), _flag_guards(test.right, node_of)
         return left[0] + right[0], ()
     return (), ()
 
@@ -734,7 +758,7 @@ class FileWalker:
     def _guarded(self, node, state: _State, stack: list):
         """`if`/`a if c else b`: the body runs under the test, the else side under its negation."""
         tested = mentions(node.test)
-        body_flags, orelse_flags = _flag_guards(node.test)
+        body_flags, orelse_flags = _flag_guards(node.test, self._node)
         orelse = dataclasses.replace(state, guard=F.Guard(tested, True), flag_guards=state.flag_guards + orelse_flags)
         body = dataclasses.replace(state, guard=F.Guard(tested), flag_guards=state.flag_guards + body_flags)
         self._children_in(node, ("orelse",), state, orelse, stack)

@@ -228,6 +228,32 @@ class DeterministicAlgorithmsOff(EffectRule):
         return "call torch.use_deterministic_algorithms(True) at the start of the entry point"
 
 
+# A training entry point that switches cudnn.benchmark on when its YAML config says so (ACL202 examples).
+_BENCHMARK_BY_CONFIG = """
+import argparse
+
+import torch
+import yaml
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="configs/default.yaml")
+    with open(parser.parse_args().config) as handle:
+        cfg = yaml.safe_load(handle)
+    if cfg.get("cudnn_benchmark", False):
+        torch.backends.cudnn.benchmark = True  # expect: ACL202
+    model = torch.nn.Conv2d(3, 8, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(1, 3, 8, 8)).sum().backward()
+    optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
 class CudnnBenchmark(ExplicitRule):
     code = "ACL202"
     name = "cudnn-benchmark"
@@ -236,7 +262,10 @@ class CudnnBenchmark(ExplicitRule):
     summary = "cudnn.benchmark = True picks convolution algorithms by timing"
     doc = RuleDoc(
         what="Reports `torch.backends.cudnn.benchmark = True` wherever it is written: in an entry point, a "
-        "backend-setup helper, or a module no scanned program reaches.",
+        "backend-setup helper, or a module no scanned program reaches. Under a branch (`if args.benchmark:`, "
+        "`if cfg.get(\"cudnn_benchmark\", False):`) it is a warning when a run of the program takes the branch "
+        "(a launch flag, a config file the run loads, a default), and info naming the key and where its default "
+        "comes from when no run does.",
         why="cuDNN then times several algorithms per input shape and keeps the fastest, which can differ "
         "between runs and machines; results change in the last bits and the GPU reference is not reproducible. "
         "The flag has no effect on NPU, so the two sides also differ in kind.",
@@ -249,8 +278,37 @@ class CudnnBenchmark(ExplicitRule):
 
             if __name__ == "__main__":
                 torch.backends.cudnn.benchmark = True  # expect: ACL202
-                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
-        """),
+                model = torch.nn.Linear(2, 1)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(2)).sum().backward()
+                optimizer.step()
+        """, "in a training entry point: proven (the run executes it)"),
+        Example(
+            {
+                "train.py": _BENCHMARK_BY_CONFIG,
+                "configs/default.yaml": """
+                    lr: 0.1
+                    cudnn_benchmark: false
+                """,
+            },
+            "a config-gated branch whose YAML default is false: reported as info naming `cudnn_benchmark` and "
+            "configs/default.yaml, the config the run loads by default",
+        ),
+        Example(
+            {
+                "train.py": _BENCHMARK_BY_CONFIG,
+                "configs/default.yaml": """
+                    cudnn_benchmark: false
+                """,
+                "configs/fast.yaml": """
+                    cudnn_benchmark: true
+                """,
+                "run.sh": """
+                    python train.py --config configs/fast.yaml
+                """,
+            },
+            "the launch script passes a YAML that sets it: a warning, proven by configs/fast.yaml",
+        ),
         Example.script("""
             import torch
             import torch.backends.cudnn as cudnn

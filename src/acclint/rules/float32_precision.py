@@ -14,7 +14,7 @@ from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import FileFacts
 from acclint.linter.frameworks import program_loads_transfer_to_npu
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.base import ProgramRule, opt_in_wording, report_written
+from acclint.rules.base import ProgramRule, report_written
 from acclint.rules.flow import calls_named, mentions_any
 from acclint.rules.mixed_precision import mp_table
 from acclint.rules.program_facts import ProgramFacts
@@ -215,9 +215,8 @@ class Tf32FlagOnNpu(Rule):
         on_npu = _runs_on_npu(files)
         for facts, switch in _uneven(files):
             message = _npu_message(switch) if on_npu else _gpu_message(switch)
-            message, severity = opt_in_wording(facts, switch.node, message, None if on_npu else "info")
             ctx.report(self, facts, switch.node, message, fix=f"{switch.npu} = {switch.gpu_format != 'float32'}",
-                       severity=severity,
+                       severity=None if on_npu else "info",
                        premises=(Premise("value", True, f"`{switch.written}` at {_where(facts, switch.node)}, and "
                                          f"no `{switch.npu}` in the program"),))
 
@@ -326,11 +325,10 @@ class NpuHf32AgainstFp32(ProgramRule):
                 if literal is not True or gpu_format != "float32":
                     continue
                 ops = mp_table()["tf32"][gpu_switch]["ops"]
-                message, severity = opt_in_wording(
-                    file, node, f"`{key} = True` computes the NPU's {ops} in {fmt('hf32')} where the GPU side "
-                    f"computes them in {fmt('float32')} ({evidence}): inputs rounded to 2**-11 against 2**-23, the "
-                    "two sides' activations differ from the third significant digit.", None)
-                ctx.report(self, file, node, message, fix=f"{key} = False for a parity run", severity=severity,
+                message = (f"`{key} = True` computes the NPU's {ops} in {fmt('hf32')} where the GPU side computes "
+                           f"them in {fmt('float32')} ({evidence}): inputs rounded to 2**-11 against 2**-23, the two "
+                           "sides' activations differ from the third significant digit.")
+                ctx.report(self, file, node, message, fix=f"{key} = False for a parity run",
                            premises=(Premise("value", True, f"`{key} = True` at {_where(file, node)}; the GPU side: "
                                              f"{evidence}"),))
 
