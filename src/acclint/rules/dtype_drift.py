@@ -81,8 +81,10 @@ def model_casts(facts: FileFacts) -> Iterator[ModelCast]:
 
 
 def program_cast(files) -> Optional[ModelCast]:
-    """The program's first cast of its model to a low dtype, if any."""
-    return next((cast for facts in files for cast in model_casts(facts)), None)
+    """The program's cast of its model to the lowest-precision dtype it uses (bfloat16 before float16, as
+    `if fp16: model.half() elif bf16: model.bfloat16()` may run either), else None."""
+    casts = [cast for facts in files for cast in model_casts(facts)]
+    return min(casts, key=lambda cast: mantissa_bits(cast.dtype)) if casts else None
 
 
 class PositionsInModelDtype(ProgramRule):
