@@ -200,3 +200,38 @@ def test_positions_outside_a_model_class_are_not_the_models(tmp_path):
     collate = _ROTARY.replace("class Rotary(nn.Module):", "class Rotary(nn.Module):\n    pass\n\n\nclass Collate:")
     source = collate.format(length="x.shape[1]", cast=".half()").replace("Rotary()", "nn.Identity()")
     assert _scan(tmp_path, {"train.py": source}, "ACL617") == []
+
+
+def test_an_optimizers_moment_update_beside_a_copy_elsewhere_is_not_an_ema(tmp_path):
+    source = """
+        import copy
+
+        import torch
+        from torch import nn
+
+
+        class Snapshot:
+            def __init__(self, model):
+                self.copy = copy.deepcopy(model)
+
+
+        class Moments:
+            def update(self, model, beta=0.9999):
+                for m, p in zip(model.buffers(), model.parameters()):
+                    m.mul_(beta).add_(p.detach(), alpha=1 - beta)
+
+
+        if __name__ == "__main__":
+            model = nn.Linear(8, 8).half()
+            snapshot = Snapshot(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.randn(4, 8).half()).float().mean().backward()
+            optimizer.step()
+            Moments().update(model)
+    """
+    source = textwrap.dedent(source)
+    assert _scan(tmp_path, {"train.py": source}, "ACL618") == []
+    moved = source.replace("class Moments:\n    def update", "class Moments:\n    def __init__(self, model):\n"
+                           "        self.copy = copy.deepcopy(model)\n\n    def update")
+    assert "self.copy" in moved.split("class Moments")[1]
+    assert [f.line for f in _scan(tmp_path, {"train.py": moved}, "ACL618")] == [19]

@@ -305,7 +305,8 @@ class EmaShadowInHalfPrecision(ProgramRule):
         what="Reports the in-place update of an exponential moving average (`ema.mul_(d).add_(p, alpha=1 - d)`, "
         "`ema.lerp_(p, 1 - d)`, `ema.copy_(d * ema + (1 - d) * p)`) in a file whose shadow is a `copy.deepcopy` of "
         "the model with no float32 cast, in a training program that casts its model to bfloat16 or float16. The "
-        "decay is followed to its literal (a default argument stored on `self`) to do the arithmetic.",
+        "decay is followed to its literal (a default argument stored on `self`) to do the arithmetic. The copy and "
+        "the update must belong to one class (or one function): an optimizer's own moments are not a shadow.",
         why="A change smaller than half the spacing between neighbouring values is rounded away. float16 keeps 10 "
         "mantissa bits, so that half-spacing is at least 2**-12 ≈ 2.4e-4 of the value; bfloat16 keeps 7, at least "
         "2**-9 ≈ 2.0e-3. With decay 0.9999, 1 - decay = 1e-4 is below both: `ema * decay` rounds back to `ema`, and "
@@ -460,10 +461,11 @@ class EmaShadowInHalfPrecision(ProgramRule):
         bits = mantissa_bits(cast.dtype)
         lost_below = 2.0 ** -(bits + 2)  # half the smallest relative spacing
         for file in files:
-            shadow = _half_shadow(file, files)
-            if shadow is None:
-                continue
+            shadows = _half_shadows(file, files)
             for call, weight in _ema_updates(file):
+                shadow = shadows.get(_home(file, call.scope))
+                if shadow is None:
+                    continue  # no half-precision copy of the model kept by this class (or function)
                 step = _number(file, weight, call.scope)
                 if step is not None and step >= lost_below:
                     continue  # the increment survives, rounded: not the failure this rule states
@@ -485,18 +487,27 @@ def _ema_message(cast: ModelCast, bits: int, step: Optional[float], lost_below: 
             "lost, so the average stays at the weights it copied.")
 
 
-def _half_shadow(facts: FileFacts, files) -> Optional[str]:
-    """`target = copy.deepcopy(...)` kept in the model's dtype (no `.float()` / `.to(torch.float32)` on the copy,
-    then, or later anywhere in the program: `ema.shadow.float()` for `self.shadow`): how it is written."""
+def _home(facts: FileFacts, scope: str) -> str:
+    """The class a method belongs to, else the function itself: where a shadow and its update meet."""
+    function = facts.functions.get(scope)
+    return function.owner if function is not None and function.owner else scope
+
+
+def _half_shadows(facts: FileFacts, files) -> dict:
+    """class (or function) -> how its `target = copy.deepcopy(...)` is written, for copies kept in the model's
+    dtype (no `.float()` / `.to(torch.float32)` on the copy, then, or later anywhere in the program:
+    `ema.shadow.float()` for `self.shadow`)."""
     fp32 = set(mp_table()["fp32_cast_methods"])
+    found: dict = {}
     for assignment in facts.assignments:
         value = assignment.value
         if not (value.base_call and value.base_names & _COPIES):
             continue
         if any(m in fp32 for m in value.chain) or _to_fp32(value) or _cast_later(files, assignment.target):
             continue
-        return f"{assignment.target} = {short(value)}` at `{_where(facts, assignment.node)}"
-    return None
+        found.setdefault(_home(facts, assignment.scope),
+                         f"{assignment.target} = {short(value)}` at `{_where(facts, assignment.node)}")
+    return found
 
 
 def _cast_later(files, target: str) -> bool:
