@@ -62,7 +62,10 @@ class Value:
 
 
 class ParamGroups(tuple):
-    """Dicts of a list-of-dicts literal, keeping only their literal entries (`params` is code)."""
+    """Dicts of a list-of-dicts literal, keeping only their literal entries (`params` is code).
+    `keys`: every key each dict writes, literal value or not (`{"params": p, "lr": lr}` has "lr")."""
+
+    keys: tuple = ()
 
 
 @dataclass(slots=True)

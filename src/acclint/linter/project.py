@@ -222,6 +222,16 @@ class Project:
         self.config_files = ConfigFiles()
         self.config_index: dict = {}
         self.run_configs: dict = {}
+        # What rules derive from a program once every program is known (linter.proof: a premise proven
+        # from the programs running a line), computed once per (key, program) however many findings ask.
+        self._derived: dict = {}
+
+    def derived(self, key: str, program, compute):
+        """`compute(program)`, once per scan for this key and program."""
+        slot = (key, program.entry.abspath)
+        if slot not in self._derived:
+            self._derived[slot] = compute(program)
+        return self._derived[slot]
 
     def add(self, files: list = (), shells: list = ()) -> None:
         for file in files:

@@ -14,6 +14,9 @@ known, the open slots are filled here, with the evidence either way:
   proven, and the finding is advice; a key acclint could not resolve leaves it unproven, saying why.
 - `framework`: the file, or the program, is written against the framework the rule is about.
 
+A rule may prove an open slot itself from the programs that run its line (`prove_premise(name,
+finding, facts, programs, project)`, `facts` the finding's file; None leaves it to the shared facts).
+
 A line that several programs run is proven by any of them that trains.
 """
 
@@ -81,6 +84,13 @@ class Prover:
         return ([own] if own is not None else []) + [p for p in others if p is not own]
 
     def _prove(self, name: str, finding: Finding, programs: list) -> Premise:
+        # A rule that can tell a premise only from the programs running its line (labels built in
+        # another module of the program) proves it itself, once every program is known.
+        own = getattr(self.rules.get(finding.rule), "prove_premise", None)
+        facts = self.files.get(finding.path)
+        found = own(name, finding, facts, programs, self.project) if own is not None and facts is not None else None
+        if found is not None:
+            return found
         prove = _PROVERS.get(name)
         if prove is None:
             return Premise(name, False, "nothing in the scan shows it")

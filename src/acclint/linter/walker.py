@@ -181,20 +181,27 @@ _MENTION_CHILDREN = {
 
 def param_groups(node) -> Optional[F.ParamGroups]:
     """The literal entries of each dict in a list of dicts with string keys, else None."""
-    groups = []
+    groups, keys = [], []
     for element in node.elements:
         value = element.value if isinstance(element, cst.Element) else None
         if not isinstance(value, cst.Dict):
             return None
-        entries = {}
+        entries, written = {}, set()
         for item in value.elements:
             if not isinstance(item, cst.DictElement):
                 continue
             key, found = literal(item.key), literal(item.value)
-            if isinstance(key, str) and found is not F.NOT_LITERAL:
-                entries[key] = found
+            if isinstance(key, str):
+                written.add(key)
+                if found is not F.NOT_LITERAL:
+                    entries[key] = found
         groups.append(entries)
-    return F.ParamGroups(groups) if groups else None
+        keys.append(frozenset(written))
+    if not groups:
+        return None
+    found_groups = F.ParamGroups(groups)
+    found_groups.keys = tuple(keys)
+    return found_groups
 
 
 @lru_cache(maxsize=8192)

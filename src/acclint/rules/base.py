@@ -93,10 +93,11 @@ class ProgramRule(Rule):
                    premises=premises, rests_on=program_premises(self))
 
     def report_absence(self, ctx: ProgramContext, facts: ProgramFacts, message: str, fix: Optional[str],
-                       severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
-        """`report_program` for a claim that the program never does something (see `absence`)."""
+                       severity: Optional[str] = None, autofix: Optional[Fix] = None, premises: tuple = ()) -> None:
+        """`report_program` for a claim that the program never does something (see `absence`); `premises`
+        the rule proves besides it."""
         message, severity = absence(facts, message, severity)
-        self.report_program(ctx, message, fix, severity, autofix, premises=(absence_premise(ctx, facts),))
+        self.report_program(ctx, message, fix, severity, autofix, premises=(absence_premise(ctx, facts), *premises))
 
 
 def program_premises(rule) -> tuple:

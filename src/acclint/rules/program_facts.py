@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
+from acclint.knowledge.library import seeders as library_seeders
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import Assignment, Call, EnvWrite, FlagGuard
 from acclint.linter.models import builds_weights
@@ -215,7 +216,7 @@ def _training_frameworks(program: Program) -> frozenset:
 
 
 def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
-    seeders = table("seeding")["seeders"]
+    seeders = library_seeders()
     for name in (*call.names, *_local_class_seeders(ctx, step, call, seeders)):
         entry = seeders.get(name)
         if entry is not None:
