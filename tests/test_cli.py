@@ -474,9 +474,10 @@ def test_command_line_select_replaces_config_select(project):
 
 
 def test_per_file_ignores(project):
+    # Each file differs from the others (byte-identical copies would be shown once, linter.copies).
     write(project, "train.py", TRAIN)
-    write(project, "sub/train_b.py", TRAIN)
-    write(project, "other/train_c.py", TRAIN)
+    write(project, "sub/train_b.py", TRAIN + "# b\n")
+    write(project, "other/train_c.py", TRAIN + "# c\n")
     set_config(project, 'select = ["ACL202", "ACL201"]\n'
                         '[tool.acclint.per-file-ignores]\n'
                         '"sub/*.py" = ["ACL202"]\n'
@@ -549,11 +550,12 @@ def test_fail_on_in_config_and_command_line_override(project):
 
 
 def test_exclude_globs(project):
+    # Each file differs from the others (byte-identical copies would be shown once, linter.copies).
     write(project, "train.py", TRAIN)
-    write(project, "legacy/old_train.py", TRAIN)
-    write(project, "deep/er/gen_train.py", TRAIN)
-    write(project, "scratch_train.py", TRAIN)
-    write(project, "keep/train_k.py", TRAIN)
+    write(project, "legacy/old_train.py", TRAIN + "# old\n")
+    write(project, "deep/er/gen_train.py", TRAIN + "# generated\n")
+    write(project, "scratch_train.py", TRAIN + "# scratch\n")
+    write(project, "keep/train_k.py", TRAIN + "# kept\n")
     _, report = scan_json(".", "--select", "ACL202")
     assert report["files_scanned"] == 5
 

@@ -49,6 +49,8 @@ if __name__ == "__main__":
     model.load_state_dict(torch.load("net.pt"))
     torch.onnx.export(model, torch.ones(4, 4), "net.onnx")
 """
+# The same script without the trained weights: it runs, but nothing shows what it is for.
+UNTRAINED_EXPORT = EXPORT.replace('    model.load_state_dict(torch.load("net.pt"))\n', "")
 
 
 def write(root: Path, files: dict) -> Path:
@@ -85,8 +87,15 @@ def test_a_line_in_forward_runs_when_the_program_calls_the_module(tmp_path):
     assert finding.proven and finding.severity == "warning"
 
 
-def test_an_export_script_that_loads_a_checkpoint_proves_no_training(tmp_path):
+def test_an_export_script_that_loads_a_checkpoint_reports_nothing_of_its_own(tmp_path):
+    """Certainly no training run (trained weights loaded, nothing that trains built): noise, not advice."""
     root = write(tmp_path, {"train.py": TRAINING, "export.py": EXPORT})
+    assert findings(root, ["export.py"], ["ACL202"]) == {}
+    assert ("train.py", 15, "ACL202") in findings(root, ["."], ["ACL202"])
+
+
+def test_a_script_that_reaches_no_training_step_proves_no_training(tmp_path):
+    root = write(tmp_path, {"train.py": TRAINING, "export.py": UNTRAINED_EXPORT})
     default = findings(root, ["export.py"], ["ACL202"])
     finding = default[("export.py", 6, "ACL202")]
     assert not finding.proven and finding.severity == "info"
@@ -157,7 +166,7 @@ def test_a_never_claim_over_calls_chosen_at_run_time_is_not_proven(tmp_path):
 
 
 def test_json_sarif_and_html_carry_the_premises(tmp_path, monkeypatch):
-    write(tmp_path, {"train.py": TRAINING, "export.py": EXPORT})
+    write(tmp_path, {"train.py": TRAINING, "export.py": UNTRAINED_EXPORT})
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     report = json.loads(runner.invoke(main, ["scan", ".", "--select", "ACL202", "--format", "json", "--no-cache"]).output)

@@ -385,6 +385,8 @@ def test_repeated_findings_of_one_rule_are_folded_under_it(examples, tmp_path):
     # Eight copies of one recipe: each rule it breaks repeats eight times.
     for n in range(8):
         shutil.copytree(examples / "gpu", tmp_path / f"recipe_{n}")
+        for path in (tmp_path / f"recipe_{n}").rglob("*.py"):  # tuned apart: byte-identical copies fold into one
+            path.write_text(path.read_text() + f"# recipe {n}\n")
     result = scan([tmp_path], RULES, Config(), jobs=1)
     report = model(result)
     repeated = [g for g in report.by_rule if len(g.findings) > FOLD_OVER]

@@ -11,7 +11,9 @@ from acclint.config import Config, apply_to_finding
 from acclint.findings import FileError, ScanResult, Skipped
 from acclint.linter.analyze import analyze_file
 from acclint.linter.context import ProgramContext, Sink
+from acclint.linter.causes import fold_one_run, fold_shared_fixes
 from acclint.linter.context_reader import ContextLoader, read_context
+from acclint.linter.copies import fold_identical_copies
 from acclint.linter.discovery import discover
 from acclint.linter.facts import FileFacts
 from acclint.linter.gitignore import GitIgnore
@@ -85,14 +87,19 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     result.launch_scripts = sorted(shell.path for shell in shell_facts if shell.script.launches)
     given = {display for _, display in jobs_list}
     prove(sink, Prover(project, programs, {rule.code: rule for rule in rules}), given)
-    result.findings = [stand_on_premises(f, config.preview) for f in _filter(sink, config, given)]
+    on_disk = {display: abspath for abspath, display in jobs_list if stdin is None or display != jobs_list[-1][1]}
+    findings = fold_one_run(_filter(sink, config, given, on_disk), project.shells.values())
+    findings = fold_shared_fixes(findings, {rule.code: rule for rule in rules})
+    result.findings = [stand_on_premises(f, config.preview) for f in findings]
     return result
 
 
 def prove(sink: Sink, prover: Prover, given: set) -> None:
-    """Fill the premises the rules left to the shared facts (linter.proof), for reported files only."""
-    sink.findings = [(prover.complete(finding, program) if finding.path in given else finding, table, program)
-                     for finding, table, program in sink.findings]
+    """Fill the premises the rules left to the shared facts (linter.proof), for reported files only;
+    drop those the facts show to be noise (Prover.is_noise)."""
+    completed = ((prover.complete(finding, program) if finding.path in given else finding, table, program)
+                 for finding, table, program in sink.findings)
+    sink.findings = [entry for entry in completed if entry[0] is not None]
 
 
 def stand_on_premises(finding, preview: bool):
@@ -140,10 +147,11 @@ def check_programs(project: Project, rules: list, sink: Sink, progress=None, giv
 _SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
-def _filter(sink: Sink, config: Config, given: set) -> list:
+def _filter(sink: Sink, config: Config, given: set, on_disk: Optional[dict] = None) -> list:
     """Findings in the files given, once per place. A finding that several programs reach (a
     helper, a module-level line) is reported once, saying how many; a per-file finding stands for
-    any program finding of the same rule on the same line."""
+    any program finding of the same rule on the same line; byte-identical files are one place
+    (linter.copies; `on_disk`: reported path -> file on disk)."""
     per_file, seen = [], set()
     # A place is a line: two calls of one rule on one line (`a.glob(..) + b.glob(..)`) are one finding.
     places: dict = {}  # (rule, path, line) -> (finding, entry points in order)
@@ -180,5 +188,6 @@ def _filter(sink: Sink, config: Config, given: set) -> list:
             finding = replace(finding, message=f"{finding.message} (reached by {len(programs)} programs; "
                                                f"shown for the one started by {example})")
         out.append(finding)
+    out = fold_identical_copies(out, on_disk or {})
     out.sort(key=lambda f: f.sort_key())
     return out

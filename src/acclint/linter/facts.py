@@ -108,6 +108,10 @@ class Call:
     # Where the call's result flows, outermost first (see `Sink`): `files = sorted(os.listdir(d))`
     # gives os.listdir ("name:files", "arg:sorted").
     sinks: tuple = ()
+    # For a construction made through a name holding a class (`norm_layer(dim)` with
+    # `norm_layer=nn.LayerNorm`; linter.class_values): where the class came from. The Call is recorded
+    # after the call as written, at the same node, with the class as callee and the arguments it gets.
+    built_from: Optional["ClassValue"] = None
 
     def arg(self, keyword: str, position: Optional[int] = None) -> Optional[Arg]:
         """The argument passed by keyword, or at `position` if passed positionally."""
@@ -123,6 +127,19 @@ class Call:
     @property
     def method(self) -> str:
         return self.callee.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassValue:
+    """Where the class a call builds came from: the name holding it, the node that says so (a function
+    whose parameter defaults to it, a call passing it; None for a local assignment), how, and whether
+    the file shows it is the class used (every construction seen leaves the default, or passes it)."""
+
+    name: str
+    node: Optional[int]
+    how: str  # "the default of Block.__init__", "passed to Block", "assigned in build", "an entry of the dict"
+    proven: bool
+    site: Optional[int] = None  # for a default: a construction that leaves it (`Block(32)`)
 
 
 class Sink:
@@ -306,6 +323,9 @@ class FileFacts:
     # Optimizer param groups written as a list of dicts (`[{"params": p, "weight_decay": 0.0}]`):
     # call node -> ParamGroups of its first argument (the dicts' literal entries only).
     param_groups: dict = field(default_factory=dict)
+    # A call whose first argument is a list or tuple of names (`Adam([image], lr=0.1)`): call node -> the
+    # elements' dotted names ("" for an element that is not a plain name). What an optimizer steps.
+    name_lists: dict = field(default_factory=dict)
     blocks: list = field(default_factory=list)  # Block, in source order
     returns: list = field(default_factory=list)  # Return, in source order
     name_uses: list = field(default_factory=list)  # NameUse: reads of listings, lists built in loops, self.x[...]
@@ -313,6 +333,9 @@ class FileFacts:
     divisions: list = field(default_factory=list)  # Division, in source order
     # Dotted names used as bounds of a slice (`logits[..., :vocab_size]` gives "vocab_size").
     slice_bounds: set = field(default_factory=set)
+    # `self.<attr>` written anywhere in a function, as (function scope, attr) -> how often, assignment
+    # targets included: what a class's methods use of what its `__init__` builds (linter.layers).
+    self_attributes: dict = field(default_factory=dict)
     main_guard: Optional[int] = None  # node of `if __name__ == "__main__":`
     spans: list = field(default_factory=list)  # node index -> Location
     suppressions: dict = field(default_factory=dict)  # line -> frozenset of codes (empty = all)

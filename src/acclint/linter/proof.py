@@ -27,11 +27,11 @@ from dataclasses import replace
 from typing import Optional
 
 from acclint.findings import Finding, Premise
-from acclint.knowledge import table
-from acclint.linter.facts import Call
 from acclint.linter.frameworks import file_frameworks
-from acclint.linter.project import Program, is_entry_candidate, launch_trains, training_role
+from acclint.linter.layers import unused_attribute_layer
+from acclint.linter.project import Program, is_entry_candidate, launch_trains
 from acclint.linter.runconfig import SKIPPED, TAKEN, file_config, flow_guards, run_config
+from acclint.linter.training_run import only_evaluates, training_proof
 
 
 def is_open(premise: Premise) -> bool:
@@ -58,9 +58,12 @@ class Prover:
         self._training: dict = {}  # entry abspath -> Premise
         self._flow_guards: dict = {}  # entry abspath -> the guards of each step of its flow
         self._alone: dict = {}  # file abspath -> (node -> guards, its own RunConfig), for files no program runs
+        self._calls_by_node: dict = {}  # file abspath -> {node: Call}
+        self._own: dict = {}  # reported path -> the Program its entry script starts, or None
 
     # -- completing a finding --------------------------------------------------------------
-    def complete(self, finding: Finding, entry: Optional[str]) -> Finding:
+    def complete(self, finding: Finding, entry: Optional[str]) -> Optional[Finding]:
+        """`finding` with its open premises filled, or None when it is noise (`is_noise`)."""
         if not any(is_open(p) for p in finding.premises):
             return finding
         programs = self._programs(finding, entry)
@@ -72,7 +75,8 @@ class Prover:
                 premise = self._prove(premise.premise, finding, programs)
             filled.append(premise)
         # A line only a configuration no run loads reaches is the user's opt-in: advice, whatever the mode.
-        return replace(finding, premises=tuple(filled), severity="info" if opt_in else finding.severity)
+        finding = replace(finding, premises=tuple(filled), severity="info" if opt_in else finding.severity)
+        return None if self.is_noise(finding) else finding
 
     def _programs(self, finding: Finding, entry: Optional[str]) -> list:
         """The programs that may run the finding's line, the reporting program first."""
@@ -107,16 +111,34 @@ class Prover:
                 return proof
         if proofs:
             return proofs[0]
-        facts = self.files.get(finding.path)
-        if facts is not None and is_entry_candidate(facts):  # a script that runs, but does not train
-            return Premise("trains", False, f"no optimizer step or training call is reached from {finding.path}")
+        own = self._own_program(finding)
+        if own is not None:  # an entry that no training program runs: what its own run lacks
+            return self.training(own)
         return Premise("trains", False, f"no training program found that runs {finding.path}")
+
+    def _own_program(self, finding: Finding) -> Optional[Program]:
+        """The program the finding's file starts, if it is an entry script (built once per file)."""
+        if finding.path not in self._own:
+            facts = self.files.get(finding.path)
+            self._own[finding.path] = None if facts is None or not is_entry_candidate(facts) else (
+                self.by_entry.get(facts.path) or self.project.program(facts))
+        return self._own[finding.path]
+
+    def is_noise(self, finding: Finding) -> bool:
+        """A finding written in an entry script that only evaluates or exports a trained model (loads
+        weights, builds nothing that trains) and that no training program runs: certainly not about
+        training, so not reported at all (linter.training_run.only_evaluates)."""
+        trains = next((p for p in finding.premises if p.premise == "trains"), None)
+        if trains is None or trains.proven:
+            return False
+        own = self._own_program(finding)
+        return own is not None and not self.training(own).proven and only_evaluates(own)
 
     def training(self, program: Program) -> Premise:
         """The step that makes `program` train, or what it lacks."""
         key = program.entry.abspath
         if key not in self._training:
-            self._training[key] = _training_proof(program, self.project)
+            self._training[key] = training_proof(program, self.project)
         return self._training[key]
 
     # -- executes ---------------------------------------------------------------------------
@@ -124,6 +146,9 @@ class Prover:
         """(premise, opt-in): whether a training run executes the finding's line. A line in a step of a
         program's flow runs unless the branches it sits under are not taken by that program's runs
         (linter.runconfig); opt-in is True when every run skips them (an unknown value is not an opt-in)."""
+        unused = self._unused_layer(finding)
+        if unused is not None:
+            return Premise("executes", False, unused), False
         if finding.path in self.shells:
             if programs:
                 return Premise("executes", True, f"{finding.path}:{finding.line} launches "
@@ -148,6 +173,17 @@ class Prover:
             return Premise("executes", False, f"{finding.path}:{finding.line} is not reached from "
                                               f"{_entries(programs)}: the code around it is never called"), False
         return Premise("executes", False, f"no training program runs {finding.path}:{finding.line}"), False
+
+    def _unused_layer(self, finding: Finding) -> Optional[str]:
+        """A layer built into `self.<attr>` that nothing calls runs in no program (linter.layers)."""
+        facts = self.files.get(finding.path)
+        if facts is None or finding.node is None:
+            return None
+        calls = self._calls_by_node.get(facts.abspath)
+        if calls is None:
+            calls = self._calls_by_node[facts.abspath] = {call.node: call for call in facts.calls}
+        call = calls.get(finding.node)
+        return unused_attribute_layer(facts, call) if call is not None else None
 
     def runs_line(self, program: Program, finding: Finding) -> bool:
         return bool(self.steps_at(program, finding))
@@ -236,31 +272,3 @@ def _entries(programs: list, shown: int = 2) -> str:
     names = [p.entry.path for p in programs[:shown]]
     more = f" and {len(programs) - shown} more" if len(programs) > shown else ""
     return ", ".join(names) + more
-
-
-def _where(step) -> str:
-    return f"{step.file.path}:{step.file.spans[step.fact.node].line}"
-
-
-def _training_proof(program: Program, project) -> Premise:
-    """Proven by an optimizer step or a training loop or cell the entry reaches (a local subclass of
-    one too), or by gradients followed by an optimizer applying them (MindSpore's `optimizer(grads)`)."""
-    callees = frozenset(table("training")["optimizers"]["callees"])
-    gradient = None
-    for step in program.flow:
-        if not isinstance(step.fact, Call):
-            continue
-        role = training_role(step.fact)
-        if role is None and project.runs_loop(program, step.fact):
-            role = "step"
-        if role == "step":
-            return Premise("trains", True, f"`{step.fact.callee}()` at {_where(step)}, reached from {program.entry.path}")
-        if role == "gradient" and gradient is None:
-            gradient = step
-        elif gradient is not None and step.fact.method in callees and step.fact.callee.split(".")[-1] in callees:
-            return Premise("trains", True, f"gradients at {_where(gradient)} applied by `{step.fact.callee}()` at "
-                                           f"{_where(step)}, reached from {program.entry.path}")
-    if gradient is not None:
-        return Premise("trains", False, f"{program.entry.path} computes gradients ({_where(gradient)}) but reaches no "
-                                        "optimizer step or training call")
-    return Premise("trains", False, f"no optimizer step or training call is reached from {program.entry.path}")

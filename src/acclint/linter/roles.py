@@ -99,6 +99,37 @@ def path_role(path: str) -> Optional[str]:
     return None
 
 
+def vendored_copy(path: str, abspath: str) -> Optional[str]:
+    """Where the file belongs to another project copied into the scanned one ("dependencies/foo (its own
+    setup.py)"), or None: a folder with its own project markers (setup.py, pyproject.toml, .git, a
+    LICENSE, ...) directly inside a folder the conventions keep dependencies in (`third_party/`,
+    `dependencies/`: [roles]). Its examples and scripts run that project, not the code being migrated;
+    its library code may still run in the user's training. Only a copy below where the scan stands
+    counts: `path` is the path as reported, so a scan started inside the copy judges it as the project
+    it is."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    holders = frozenset(_training()["roles"]["vendored_folders"])
+    for index, name in enumerate(parts[:-2]):
+        if name.lower() in holders:
+            root = abspath
+            for _ in range(len(parts) - index - 2):
+                root = os.path.dirname(root)
+            marker = _project_marker(root)
+            if marker is not None:
+                return f"{'/'.join(parts[:index + 2])} (its own {marker})"
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _project_marker(folder: str) -> Optional[str]:
+    markers = _training()["roles"]["project_markers"]
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    return next((name for marker in markers for name in names if fnmatch.fnmatch(name, marker)), None)
+
+
 def file_role(facts: FileFacts) -> Optional[str]:
     """"test", "packaging" or "framework" for a file that is not training code as a whole, else None."""
     role = path_role(facts.path)

@@ -57,10 +57,10 @@ class Example:
         }
 
     def on_disk(self) -> dict[str, str]:
-        """The files as a test writes them: JSON has no comments, so its `# expect:` markers are
-        stripped (lines keep their numbers); other files keep theirs."""
-        shown = self.shown()
-        return {path: shown[path] if path.endswith(".json") else source for path, source in self.files.items()}
+        """The files as a test writes them: without their `# expect:` markers (lines keep their numbers),
+        as a user would write them. JSON has no comments; identical copies of a file must stay identical
+        on disk though only the copy that is shown carries the marker."""
+        return self.shown()
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,9 @@ class Rule:
     # The premises its findings rest on (findings.PREMISES): those a finding does not prove itself are
     # proven, or not, by the engine's shared facts once every program is known (linter.proof).
     premises: ClassVar[tuple] = ("trains", "executes")
+    # Codes of rules whose finding at the same line this rule's fix also fixes: the two are shown as one
+    # finding of this rule (linter.causes.fold_shared_fixes).
+    also_fixes: ClassVar[tuple] = ()
     # The tensor framework whose semantics the per-file checks assume ("torch"); None = any.
     # A file written against another framework only is not judged by them (linter.frameworks).
     tensor_framework: ClassVar[Optional[str]] = None

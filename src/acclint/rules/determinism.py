@@ -332,6 +332,32 @@ class CudnnBenchmark(ExplicitRule):
             },
             "in a helper that no scanned program calls",
         ),
+        Example(
+            {
+                "runs/lr0.01/train.py": """
+                    import torch
+
+                    if __name__ == "__main__":
+                        torch.backends.cudnn.benchmark = True  # expect: ACL202
+                        model = torch.nn.Conv2d(3, 8, 3).cuda()
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 3, 8, 8).cuda()).sum().backward()
+                        optimizer.step()
+                """,
+                "runs/lr0.1/train.py": """
+                    import torch
+
+                    if __name__ == "__main__":
+                        torch.backends.cudnn.benchmark = True
+                        model = torch.nn.Conv2d(3, 8, 3).cuda()
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 3, 8, 8).cuda()).sum().backward()
+                        optimizer.step()
+                """,
+            },
+            "byte-identical copies of a training script, committed beside each run's logs: one finding, naming "
+            "the copy",
+        ),
     )
     valid = (
         Example.script("""
@@ -576,6 +602,31 @@ _DUAL_BACKEND_PRETRAIN = """
 """
 
 
+# A MindSpore model-zoo style entry: the device and data parallelism come from its flags.
+_DUAL_DEVICE_MS_TRAIN = """
+    import argparse
+
+    import mindspore as ms
+    from mindspore import nn
+    from mindspore.communication import init
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device_target", default="Ascend")
+    parser.add_argument("--run_distribute", default="False")
+
+    if __name__ == "__main__":
+        args = parser.parse_args()
+        ms.set_context(device_target=args.device_target)
+        if args.run_distribute == "True":
+            init()
+        net = nn.Dense(2, 2)
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+        train_net = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        train_net.set_train()
+        train_net(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))
+"""
+
+
 class HcclDeterministicUnset(ProgramRule):
     code = "ACL205"
     name = "hccl-deterministic-unset"
@@ -589,7 +640,9 @@ class HcclDeterministicUnset(ProgramRule):
         "it or in a folder above it up to the project root: a launch of an inference, evaluation, conversion or "
         "data-preparation script (one that does not train) is not reported. When the script is not on disk, the "
         "launch line is reported only if it shows it trains (a training word in the script's name such as "
-        "`pretrain_gpt.py`, or a flag such as `--train-iters`).",
+        "`pretrain_gpt.py`, or a flag such as `--train-iters`). A launch that selects another device "
+        "(`--device_target GPU`) is never blamed, and launch lines of "
+        "one run (a line per rank) are one finding.",
         why="HCCL's reduction collectives (AllReduce, ReduceScatter, Reduce) are nondeterministic by default "
         "(`false`): gradient sums change order between runs, so loss curves drift apart even on the same NPUs. "
         "NCCL on the GPU side has its own order; only a deterministic HCCL makes NPU runs repeatable.",
@@ -747,6 +800,23 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "the same script launched with --use_ascend True takes the HCCL branch",
         ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN,
+                "run_distribute_train.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    export RANK_TABLE_FILE=$1
+                    export DEVICE_ID=0
+                    python train.py --device_target Ascend --run_distribute True > log0 2>&1 &  # expect: ACL205
+                    for((i=1;i<8;i++)); do
+                        export DEVICE_ID=$i
+                        python train.py --device_target Ascend --run_distribute True > log$i 2>&1 &
+                    done
+                """,
+            },
+            "two launch lines of one 8-card run (rank 0, then ranks 1-7): one finding",
+        ),
     )
     valid = (
         Example.script("""
@@ -876,6 +946,33 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a launch of a script that is not on disk and whose name says it evaluates",
         ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN,
+                "run_standalone_train_gpu.sh": """
+                    #!/bin/bash
+                    python train.py --device_target GPU > log 2>&1 &
+                """,
+            },
+            "a single-process GPU launch of a program that could also run on Ascend: not where HCCL is missing",
+        ),
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN.replace("set_context(device_target=args.device_target)",
+                                                          'set_context(device_target=args.device_target, '
+                                                          'deterministic="ON")'),
+                "run_distribute_train.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    export RANK_TABLE_FILE=$1
+                    for((i=0;i<8;i++)); do
+                        export DEVICE_ID=$i
+                        python train.py --device_target Ascend --run_distribute True > log$i 2>&1 &
+                    done
+                """,
+            },
+            "MindSpore's deterministic switch sets HCCL_DETERMINISTIC=true itself",
+        ),
     )
 
     @staticmethod
@@ -897,10 +994,15 @@ class HcclDeterministicUnset(ProgramRule):
                                   "HCCL_DETERMINISTIC=true")
             return
         npu_launch = [(launch, evidence) for shell, launch in ctx.program.launches
-                      if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
+                      if _multi_process(launch) and _other_device(launch) is None
+                      and (evidence := _ascend_evidence(shell)) is not None]
         if not self._needs_hccl(ctx, facts) and not npu_launch:
             return
-        launches = npu_launch or [(launch, None) for _, launch in ctx.program.launches]
+        # Never blamed on a launch that selects another device (a single-process GPU script).
+        launches = npu_launch or [(launch, _ascend_evidence(shell)) for shell, launch in ctx.program.launches
+                                  if _other_device(launch) is None]
+        if not launches and ctx.program.launches:
+            return  # every launch of it runs on another device
         opt_in = facts.optional_effects.get("hccl-deterministic")
         for launch, evidence in launches:
             ctx.report_shell(self, launch.span, self._message(evidence, opt_in), fix="export HCCL_DETERMINISTIC=true",
@@ -918,7 +1020,7 @@ class HcclDeterministicUnset(ProgramRule):
         for launch in shell.script.launches:
             # A script found on disk is judged by its run (a training program) or is no training
             # launch; one that is not on disk counts only where the launch line shows it trains.
-            if _multi_process(launch) and "npu-deterministic" not in launch.flags() \
+            if _multi_process(launch) and "npu-deterministic" not in launch.flags() and _other_device(launch) is None \
                     and ctx.project.launch_target(shell, launch.script) is None and launch_trains(launch):
                 if not _shell_sets(launch.effective_env(), "HCCL_DETERMINISTIC"):
                     ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true",
@@ -931,6 +1033,16 @@ class HcclDeterministicUnset(ProgramRule):
                  f"{runs_only_when(opt_in.source.describe(), opt_in.guard, opt_in.default)}." if opt_in else "")
         return (f"HCCL_DETERMINISTIC is not set to true for this multi-card NPU run{why}: HCCL reductions "
                 f"(AllReduce/ReduceScatter) sum in a varying order.{opted}")
+
+
+def _other_device(launch) -> Optional[str]:
+    """The flag that makes a launch select another device than the NPU (npu_launch.toml), or None."""
+    hints = table("npu_launch")
+    words, devices = tuple(hints["device_flag_words"]), frozenset(hints["other_devices"])
+    for name, flag in {**launch.launcher_flags(), **launch.flags()}.items():
+        if any(word in name.lower() for word in words) and (flag.value or "").strip("'\"").lower() in devices:
+            return f"--{name} {flag.value}"
+    return None
 
 
 def _multi_process(launch) -> bool:
@@ -985,6 +1097,9 @@ class MindSporeDeterministicOff(EffectRule):
     switch_on = {"mindspore.set_context": ("deterministic", None, '"ON"'),
                  "mindspore.set_deterministic": ("deterministic", 0, "True")}
     switch_on_statement = ('mindspore.set_context(deterministic="ON")', "mindspore")
+    # Switching it on also sets HCCL_DETERMINISTIC=true (mindspore/context.py, set_context(deterministic="ON");
+    # mindspore/device_manager.py, set_deterministic(True); read in MindSpore 2.10): one call fixes both.
+    also_fixes = ("ACL205",)
     doc = RuleDoc(
         what="Reports a MindSpore training entry point that never calls `mindspore.set_deterministic(True)` "
         "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off. A "

@@ -349,10 +349,14 @@ def _set(out: ProgramFacts, effect: str, on: Optional[bool], source: Source, opt
     default run have it: it is kept apart, for the rules to say so at its line."""
     if on is None:
         return
-    if on and opt_in is not None:
-        out.optional_effects.setdefault(effect, OptInSetting(source, *opt_in))
-        return
-    (out.effects if on else out.effects_off).setdefault(effect, source)
+    # Switching one effect on may bring others along (MindSpore's switch sets HCCL_DETERMINISTIC); switched
+    # off, the rule of the switch itself says so where it is written.
+    implied = table("seeding")["implied_effects"].get(effect, ()) if on else ()
+    for brought in (effect, *implied):
+        if on and opt_in is not None:
+            out.optional_effects.setdefault(brought, OptInSetting(source, *opt_in))
+        else:
+            (out.effects if on else out.effects_off).setdefault(brought, source)
 
 
 def _env(name: str, value: Optional[str], source: Source, env_table: dict, out: ProgramFacts,

@@ -1,0 +1,321 @@
+"""Knowing the run: the `trains` and `executes` premises a finding rests on, with their evidence, for
+programs that are not training runs the migration is about, layers that never run, and the same cause
+shown once (identical copies, launch lines of one run, one fix for two rules)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acclint.config import Config
+from acclint.linter.engine import scan
+from acclint.linter.rulebase import code
+from acclint.rules import all_rules
+
+RULES = all_rules()
+
+# A real (tiny) PyTorch training step on the GPU with a setting ACL202 reports.
+TORCH_TRAIN = code("""
+    import torch
+
+    if __name__ == "__main__":
+        torch.backends.cudnn.benchmark = True
+        model = torch.nn.Linear(2, 2).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2, 2).cuda()).sum().backward()
+        optimizer.step()
+""")
+
+
+def write(root: Path, files: dict) -> Path:
+    for relative, source in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(code(source) if source.startswith("\n") else source, encoding="utf-8")
+    return root
+
+
+def findings(root: Path, rule: str, preview: bool = True, paths=None) -> list:
+    result = scan(paths or [root], RULES, Config(preview=preview), jobs=1, cwd=root)
+    assert result.errors == []
+    return [f for f in result.findings if f.rule == rule]
+
+
+def premise(finding, name: str):
+    return next(p for p in finding.premises if p.premise == name)
+
+
+def not_training(root: Path, rule: str) -> str:
+    """The evidence of the one finding of `rule`, which a default run shows as advice for want of a run."""
+    [found] = findings(root, rule, preview=False)
+    assert found.severity == "info" and not premise(found, "trains").proven
+    return premise(found, "trains").evidence
+
+
+def test_a_training_step_proves_the_run_with_its_line(tmp_path):
+    write(tmp_path, {"train.py": TORCH_TRAIN})
+    [found] = findings(tmp_path, "ACL202")
+    assert found.proven and found.severity == "warning"
+    assert premise(found, "trains").evidence == "`optimizer.step()` at train.py:8, reached from train.py"
+
+
+def test_an_export_script_that_loads_a_checkpoint_reports_nothing_of_its_own(tmp_path):
+    write(tmp_path, {"export.py": """
+        import torch
+
+        if __name__ == "__main__":
+            torch.backends.cudnn.benchmark = True
+            model = torch.nn.Conv2d(3, 8, 3).cuda()
+            model.load_state_dict(torch.load("model.pt"))
+            torch.onnx.export(model, torch.ones(1, 3, 8, 8).cuda(), "model.onnx")
+    """, "train.py": TORCH_TRAIN})
+    assert [f.path for f in findings(tmp_path, "ACL202")] == ["train.py"]
+
+
+def test_an_eval_script_that_also_builds_an_optimizer_keeps_its_finding_unproven(tmp_path):
+    write(tmp_path, {"eval.py": """
+        import torch
+
+        if __name__ == "__main__":
+            torch.backends.cudnn.benchmark = True
+            model = torch.nn.Linear(2, 2).cuda()
+            model.load_state_dict(torch.load("model.pt"))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            print(model(torch.ones(2, 2).cuda()))
+    """})
+    assert "eval.py loads trained weights (`model.load_state_dict()` at eval.py:6)" in not_training(tmp_path, "ACL202")
+
+
+def test_an_image_optimised_against_a_fixed_network_is_not_training(tmp_path):
+    write(tmp_path, {"style.py": """
+        import torch
+
+        if __name__ == "__main__":
+            torch.backends.cudnn.benchmark = True
+            net = torch.nn.Conv2d(3, 3, 3).cuda()
+            image = torch.rand(1, 3, 8, 8, device="cuda", requires_grad=True)
+            optimizer = torch.optim.Adam([image], lr=0.01)
+            for _ in range(10):
+                optimizer.zero_grad()
+                net(image).square().mean().backward()
+                optimizer.step()
+    """})
+    assert not_training(tmp_path, "ACL202") == (
+        "the optimizer built at style.py:7 steps `image` (`requires_grad=True` at style.py:6), not a model's "
+        "parameters: style.py optimises an input against a fixed network")
+
+
+def test_an_input_made_trainable_by_requires_grad_and_a_model_optimizer_still_trains(tmp_path):
+    write(tmp_path, {"train.py": """
+        import torch
+
+        if __name__ == "__main__":
+            torch.backends.cudnn.benchmark = True
+            model = torch.nn.Linear(2, 2).cuda()
+            x = torch.ones(2, 2, device="cuda", requires_grad=True)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(x).sum().backward()
+            optimizer.step()
+    """})
+    [found] = findings(tmp_path, "ACL202")
+    assert found.proven
+
+
+def test_a_training_cell_only_built_and_compiled_is_not_a_run(tmp_path):
+    write(tmp_path, {"precompile.py": """
+        import mindspore as ms
+        from mindspore import nn
+
+        if __name__ == "__main__":
+            net = nn.Dense(2, 2)
+            loss = nn.SoftmaxCrossEntropyWithLogits()
+            opt = nn.Momentum(net.trainable_params(), 0.1, 0.9)
+            train_net = nn.TrainOneStepCell(nn.WithLossCell(net, loss), opt)
+            train_net.compile(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))
+    """})
+    assert not_training(tmp_path, "ACL707") == (
+        "the training cell `train_net` built at precompile.py:8 is never run: precompile.py neither calls it nor "
+        "reaches a training call (it is only built or compiled)")
+
+
+def test_a_tpu_only_run_is_not_about_the_migration(tmp_path):
+    write(tmp_path, {"train_tpu.py": """
+        import torch
+        import torch_xla.core.xla_model as xm
+
+        if __name__ == "__main__":
+            torch.backends.cudnn.benchmark = True
+            device = xm.xla_device()
+            model = torch.nn.Linear(2, 2).to(device)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.ones(2, 2, device=device)).sum().backward()
+            optimizer.step()
+    """})
+    assert not_training(tmp_path, "ACL202").endswith(
+        "but on another device: train_tpu.py imports torch_xla.core.xla_model and nothing in the run uses a GPU or "
+        "an NPU")
+
+
+def test_an_example_of_a_project_copied_under_a_dependencies_folder_is_not_the_code_migrated(tmp_path):
+    write(tmp_path, {"dependencies/other/setup.py": "", "dependencies/other/examples/train.py": TORCH_TRAIN,
+                     "train.py": TORCH_TRAIN.replace("0.1", "0.2")})
+    by_path = {f.path: f for f in findings(tmp_path, "ACL202", preview=False)}
+    assert by_path["train.py"].proven
+    copied = by_path["dependencies/other/examples/train.py"]
+    assert copied.severity == "info" and premise(copied, "trains").evidence == (
+        "dependencies/other/examples/train.py is a program of another project copied into this one, "
+        "dependencies/other (its own setup.py): its runs are not the code being migrated")
+    # Scanned from inside the copy, it is the project the user works on.
+    inside = tmp_path / "dependencies" / "other"
+    result = scan([inside], RULES, Config(), jobs=1, cwd=inside)
+    assert [f.proven for f in result.findings if f.rule == "ACL202"] == [True]
+
+
+def test_a_folder_named_like_a_dependency_without_a_project_of_its_own_is_the_users_code(tmp_path):
+    write(tmp_path, {"external/models/train.py": TORCH_TRAIN})
+    [found] = findings(tmp_path, "ACL202")
+    assert found.proven
+
+
+LAYER_NET = """
+    import mindspore as ms
+    from mindspore import nn
+
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(2, 2)
+            self.drop = nn.Dropout(p=0.1)
+            self.head_drop = nn.Dropout(p=0.2)
+
+        def construct(self, x):
+            # x = self.drop(x)
+            return self.head_drop(self.fc(x))
+
+
+    if __name__ == "__main__":
+        ms.set_seed(0)
+        net = Net()
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+        train_net = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        train_net.set_train()
+        train_net(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))
+"""
+
+
+def test_a_layer_built_but_never_called_does_not_execute(tmp_path):
+    write(tmp_path, {"train.py": LAYER_NET})
+    by_line = {f.line: f for f in findings(tmp_path, "ACL209")}
+    assert by_line[10].proven
+    unused = by_line[9]
+    assert not unused.proven
+    assert premise(unused, "executes").evidence == (
+        "`self.drop` is built at train.py:9 but nothing in train.py calls or reads it: the layer never runs")
+
+
+def test_a_layer_reached_by_name_is_not_claimed_unused(tmp_path):
+    write(tmp_path, {"train.py": LAYER_NET.replace("# x = self.drop(x)", 'x = getattr(self, "drop")(x)')})
+    assert all(f.proven for f in findings(tmp_path, "ACL209"))
+
+
+def test_a_class_nothing_builds_does_not_execute(tmp_path):
+    write(tmp_path, {"train.py": LAYER_NET, "unused.py": """
+        from mindspore import nn
+
+
+        class Old(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.2)
+
+            def construct(self, x):
+                return self.drop(x)
+    """})
+    [found] = [f for f in findings(tmp_path, "ACL704") if f.path == "unused.py"]
+    assert not found.proven and premise(found, "executes").evidence.startswith("no training program runs unused.py")
+
+
+def test_a_module_only_an_evaluation_script_imports_does_not_execute_in_training(tmp_path):
+    write(tmp_path, {"train.py": LAYER_NET, "test.py": """
+        import mindspore as ms
+
+        from metrics import Head
+
+        if __name__ == "__main__":
+            net = Head()
+            ms.load_param_into_net(net, ms.load_checkpoint("net.ckpt"))
+            print(net(ms.ops.ones((2, 2))))
+    """, "metrics.py": """
+        from mindspore import nn
+
+
+        class Head(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.2)
+
+            def construct(self, x):
+                return self.drop(x)
+    """})
+    [found] = [f for f in findings(tmp_path, "ACL704", preview=False) if f.path == "metrics.py"]
+    assert found.severity == "info"
+    assert premise(found, "executes").evidence == "no training program runs metrics.py:7"
+
+
+def test_identical_copies_are_one_finding_naming_the_others(tmp_path):
+    write(tmp_path, {f"runs/{name}/train.py": TORCH_TRAIN for name in ("a", "b", "c", "d", "e")})
+    write(tmp_path, {"runs/f/train.py": TORCH_TRAIN + "# tuned\n"})
+    found = findings(tmp_path, "ACL202")
+    assert [f.path for f in found] == ["runs/a/train.py", "runs/f/train.py"]
+    assert found[0].message.endswith("(and 4 identical copies: runs/b/train.py, runs/c/train.py, runs/d/train.py, ...)")
+    assert "identical" not in found[1].message
+    # Each copy scanned alone shows its own finding.
+    alone = findings(tmp_path, "ACL202", paths=[tmp_path / "runs" / "c" / "train.py"])
+    assert [f.path for f in alone] == ["runs/c/train.py"] and "identical" not in alone[0].message
+
+
+def test_launch_lines_of_one_run_are_one_finding_and_other_runs_stay_apart(tmp_path):
+    write(tmp_path, {"main.py": """
+        import torch
+        import torch_npu
+
+        if __name__ == "__main__":
+            torch.distributed.init_process_group("hccl")
+            model = torch.nn.Linear(2, 2).npu()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.ones(2, 2).npu()).sum().backward()
+            optimizer.step()
+    """, "run_8p.sh": """
+        #!/bin/bash
+        export HCCL_CONNECT_TIMEOUT=1200
+        RANK_ID=0 python main.py --local_rank 0 --epochs 3 &
+        for i in 1 2 3 4 5 6 7; do
+            RANK_ID=$i python main.py --local_rank $i --epochs 3 &
+        done
+        torchrun --nproc_per_node 8 main.py --epochs 90
+    """})
+    found = findings(tmp_path, "ACL205")
+    assert [(f.path, f.line) for f in found] == [("run_8p.sh", 3), ("run_8p.sh", 7)]
+    assert found[0].message.endswith("(and line 5: the same run)")
+    assert "same run" not in found[1].message
+
+
+def test_one_deterministic_switch_fixes_two_findings_shown_as_one(tmp_path):
+    write(tmp_path, {"train.py": """
+        import mindspore as ms
+        from mindspore import nn
+        from mindspore.communication import init
+
+        if __name__ == "__main__":
+            ms.set_seed(0)
+            init("hccl")
+            net = nn.Dense(2, 2)
+            opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+            train_net = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+            train_net.set_train()
+            train_net(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))
+    """})
+    result = scan([tmp_path], RULES, Config(preview=True), jobs=1, cwd=tmp_path)
+    at_entry = [f for f in result.findings if f.line == 5 and f.rule in ("ACL205", "ACL206")]
+    assert [f.rule for f in at_entry] == ["ACL206"]
+    assert "The same fix also settles ACL205 here: HCCL_DETERMINISTIC is not set" in at_entry[0].message
