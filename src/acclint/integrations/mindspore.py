@@ -14,7 +14,7 @@ from typing import Any
 
 from mindspore.train import Callback
 
-from acclint.integrations.parity import Outcome
+from acclint.integrations.parity import Outcome, never_breaks
 
 
 class AcclintCallback(Callback):
@@ -25,6 +25,7 @@ class AcclintCallback(Callback):
         self.outcome = outcome if outcome is not None else Outcome(output, reference, on_mismatch)
         self.done = False
 
+    @never_breaks
     def on_train_step_begin(self, run_context: Any) -> None:
         if self.done:
             return
@@ -36,10 +37,14 @@ class AcclintCallback(Callback):
             return
         capture_step(params.network, params.optimizer, params.loss_fn, tuple(batch), self.outcome)
 
+    @never_breaks
     def on_train_end(self, run_context: Any) -> None:
         if not self.done:
             self.done = True
             self.outcome.fail(RuntimeError("training ended before the first step (dataset_sink_mode=True?)"))
+
+    def stop_watching(self) -> None:
+        self.done = True
 
     @property
     def fingerprint(self) -> Any:

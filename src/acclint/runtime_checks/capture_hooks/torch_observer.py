@@ -17,6 +17,7 @@ Every hook and wrapper is removed once the fingerprint is taken, so later steps 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from acclint.runtime_checks.capture_hooks.candidate import Candidate
@@ -45,6 +46,7 @@ class TorchStepObserver:
         self.losses: list[float] = []
         self.scaled: dict[int, float] = {}  # id(scaled loss) -> the loss before GradScaler.scale
         self.clip: float | None = None  # max_norm of clip_grad_norm_ before the first step
+        self.unclipped: dict[int, float] = {}  # id(parameter) -> its gradient norm before clipping
         self.probe: StepProbe | None = None
         self.optimizer: Any = None
         self.stepped = False  # step 0 recorded, waiting for the step-1 loss
@@ -60,10 +62,11 @@ class TorchStepObserver:
 
         torch = self.torch
         handles = [
-            module_hooks.register_module_forward_pre_hook(self._forward_enter),
-            module_hooks.register_module_forward_hook(self._forward_leave, with_kwargs=True, always_call=True),
-            optim.register_optimizer_step_pre_hook(self._step_begins),
-            optim.register_optimizer_step_post_hook(self._step_ends),
+            module_hooks.register_module_forward_pre_hook(outside_compile(torch, self._forward_enter)),
+            module_hooks.register_module_forward_hook(outside_compile(torch, self._forward_leave), with_kwargs=True,
+                                                      always_call=True),
+            optim.register_optimizer_step_pre_hook(outside_compile(torch, self._step_begins)),
+            optim.register_optimizer_step_post_hook(outside_compile(torch, self._step_ends)),
         ]
         self._undo += [handle.remove for handle in handles]
         self._wrap(torch.autograd, "backward", self._backward)
@@ -74,6 +77,7 @@ class TorchStepObserver:
     def _wrap(self, owner: Any, name: str, wrapper: Callable) -> None:
         original = getattr(owner, name)
 
+        @functools.wraps(original)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             return wrapper(original, *args, **kwargs)
 
@@ -93,23 +97,29 @@ class TorchStepObserver:
 
     # ------------------------------------------------------------------ forward
     def _forward_enter(self, module: Any, args: Any) -> None:
-        if self.in_backward or self.probe is not None:
+        if self.in_backward or self.probe is not None or self.done:
             return
         if self.depth == 0 and self.torch.is_grad_enabled():
-            model = self._model_of(module)
-            if model is not None:
-                model.start_recording(module, args)
+            self._guarded(self._top_level_call, module, args)
         self.depth += 1
 
+    def _top_level_call(self, module: Any, args: Any) -> None:
+        model = self._model_of(module)
+        if model is not None:
+            model.start_recording(module, args)
+
     def _forward_leave(self, module: Any, args: Any, kwargs: Any, _output: Any) -> None:
-        if self.in_backward or self.probe is not None:
+        if self.in_backward or self.probe is not None or self.done:
             return
         self.depth = max(0, self.depth - 1)
         if self.depth == 0 and self.torch.is_grad_enabled():
-            model = self._model_of(module)
-            if model is not None:
-                inputs = list(args) + ([kwargs] if kwargs else [])
-                model.inputs.append(inputs[0] if len(inputs) == 1 else inputs)
+            self._guarded(self._top_level_return, module, args, kwargs)
+
+    def _top_level_return(self, module: Any, args: Any, kwargs: Any) -> None:
+        model = self._model_of(module)
+        if model is not None:
+            inputs = list(args) + ([kwargs] if kwargs else [])
+            model.inputs.append(inputs[0] if len(inputs) == 1 else inputs)
 
     def add_batch(self, batch: Any) -> None:
         if self.probe is None:
@@ -133,27 +143,43 @@ class TorchStepObserver:
     # ------------------------------------------------------------------ loss
     def _scale(self, original: Callable, scaler: Any, outputs: Any) -> Any:
         scaled = original(scaler, outputs)
-        if scaled is not outputs and self.torch.is_tensor(outputs) and outputs.numel() == 1:
-            self.scaled[id(scaled)] = float(outputs.detach().float().item())
+        self._guarded(self._remember_unscaled, scaled, outputs)
         return scaled
 
+    def _remember_unscaled(self, scaled: Any, outputs: Any) -> None:
+        if scaled is not outputs and self.torch.is_tensor(outputs) and outputs.numel() == 1:
+            self.scaled[id(scaled)] = float(outputs.detach().float().item())
+
     def _backward(self, original: Callable, tensors: Any, *args: Any, **kwargs: Any) -> Any:
-        first = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
-        if not self.in_backward and self.torch.is_tensor(first) and first.numel() == 1:
-            value = self.scaled.pop(id(first), None)
-            self.losses.append(float(first.detach().float().item()) if value is None else value)
-        if self.probe is None:
-            for model in self.models.values():
-                model.stop_recording()  # activation checkpointing re-runs forwards inside backward
+        if not self.in_backward:
+            self._guarded(self._loss_reaches_backward, tensors)
         outer, self.in_backward = self.in_backward, True
         try:
             return original(tensors, *args, **kwargs)
         finally:
             self.in_backward = outer
 
-    def _clip(self, original: Callable, parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Any:
+    def _loss_reaches_backward(self, tensors: Any) -> None:
+        first = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
+        if self.torch.is_tensor(first) and first.numel() == 1:
+            value = self.scaled.pop(id(first), None)
+            self.losses.append(float(first.detach().float().item()) if value is None else value)
         if self.probe is None:
+            for model in self.models.values():
+                model.stop_recording()  # activation checkpointing re-runs forwards inside backward
+
+    def _norm_before_clipping(self, parameters: list[Any]) -> None:
+        """Gradient norms as the loop logs them, before clipping (clip_grad_norm_ scales .grad in place)."""
+        from acclint.runtime_checks.adapters.torch_adapter import norms
+
+        self.unclipped.update(norms(self.torch, {id(p): p.grad for p in parameters if p.grad is not None}))
+
+    def _clip(self, original: Callable, parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Any:
+        if self.probe is None and not self.done:
+            # a generator (model.parameters()) is read once: the clipping gets the same list
+            parameters = [parameters] if self.torch.is_tensor(parameters) else list(parameters)
             self.clip = float(max_norm)
+            self._guarded(self._norm_before_clipping, parameters)
         return original(parameters, max_norm, *args, **kwargs)
 
     # ------------------------------------------------------------------ the optimizer step
@@ -190,7 +216,7 @@ class TorchStepObserver:
         model.stop_recording()
         with model.state_before_forward():
             probe = StepProbe(model.module, optimizer)
-        probe.take_gradients()
+        probe.take_gradients(self.unclipped)
         probe.add_forward(model.recorder.records)
         if self.clip is not None:
             probe.set_extra("clip-grad", self.clip)  # as capture(clip_grad_norm=) records it
@@ -228,6 +254,8 @@ class TorchStepObserver:
         self._undo[1]()
 
     def _guarded(self, action: Callable, *args: Any) -> None:
+        """`action` on acclint's side of a hook: its failure ends the observation with one call to
+        `fail`, and the user's training goes on untouched."""
         if self.done:
             return
         try:
@@ -258,3 +286,10 @@ class TorchStepObserver:
                 "(a model called only inside torch.no_grad, or an optimizer over tensors that are in no module)"
             )
         return best
+
+
+def outside_compile(torch: Any, hook: Callable) -> Callable:
+    """`hook` kept out of Dynamo's traces (torch.compile): it runs eagerly, on the real tensors,
+    and acclint's own code is never compiled into the user's graphs."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return hook if disable is None else disable(hook)
