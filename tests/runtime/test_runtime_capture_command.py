@@ -97,10 +97,45 @@ def test_a_changed_beta2_is_reported_as_optimizer_hparam_first_exit_1(project, r
 def test_warn_prints_the_verdict_and_lets_the_job_finish(project, reference, tmp_path):
     done = tmp_path / "done.txt"
     run = capture(project, "-o", str(tmp_path / "c.json"), "--reference", str(reference), "--on-mismatch", "warn",
-                  "--continue", *train("--beta2=0.99", f"--out_file={done}"),
+                  *train("--beta2=0.99", f"--out_file={done}"),  # no --continue needed
                   env={"PYTHONWARNINGS": "ignore"})  # a program that silences warnings still shows the verdict
     assert run.returncode == 0, run.stderr
     assert "adam-beta2" in run.stdout + run.stderr and done.exists()
+    assert "the job ended with exit status 0" in run.stderr
+
+
+JOB_THAT_FAILS_AFTER_TRAINING = """
+import sys
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=float(sys.argv[1]))
+for step in range(3):
+    optimizer.zero_grad()
+    torch.nn.functional.mse_loss(model(torch.ones(2, 4)), torch.zeros(2, 1)).backward()
+    optimizer.step()
+print("trained to the end", flush=True)
+raise SystemExit(7)
+"""
+
+
+def test_warn_exits_with_the_jobs_own_status(torch, tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(JOB_THAT_FAILS_AFTER_TRAINING)
+    first = capture(tmp_path, "-o", str(tmp_path / "a.json"), "--", sys.executable, str(script), "0.1")
+    assert first.returncode == 0, first.stderr  # stopped after step 0: the job's exit 7 never came
+    run = capture(tmp_path, "-o", str(tmp_path / "b.json"), "--reference", str(tmp_path / "a.json"),
+                  "--on-mismatch", "warn", "--", sys.executable, str(script), "0.2")
+    assert run.returncode == 7, run.stderr
+    assert "trained to the end" in run.stdout and "[optimizer-hparam] lr" in run.stdout
+
+
+def test_an_output_folder_that_does_not_exist_is_an_error_not_a_new_folder(project, tmp_path):
+    missing = tmp_path / "nonexistent"
+    run = capture(project, "-o", str(missing / "x.json"), *train())
+    assert run.returncode == 2
+    assert "does not exist" in run.stderr and "Traceback" not in run.stderr
+    assert not missing.exists()
 
 
 def test_steps_2_records_the_loss_of_the_next_step(project, tmp_path):

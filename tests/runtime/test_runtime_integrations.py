@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from acclint.runtime import compare, load
 
 
 # ---------------------------------------------------------------------------- transformers
-def hf_train(tmp_path: Path, callback, beta2: float = 0.999, steps: int = 3) -> None:
+def hf_train(tmp_path: Path, callback, beta2: float = 0.999, steps: int = 3) -> Any:
     transformers = require("transformers")
     torch = require("torch")
 
@@ -36,7 +37,9 @@ def hf_train(tmp_path: Path, callback, beta2: float = 0.999, steps: int = 3) -> 
         output_dir=str(tmp_path / "hf"), max_steps=steps, per_device_train_batch_size=4, gradient_accumulation_steps=2,
         learning_rate=1e-3, adam_beta2=beta2, max_grad_norm=1.0, report_to=[], save_strategy="no",
         logging_strategy="no", use_cpu=True, seed=0, dataloader_num_workers=0, disable_tqdm=True)
-    transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[callback]).train()
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[callback])
+    trainer.train()
+    return trainer
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +99,7 @@ def test_a_reference_that_does_not_exist_is_said_at_once(tmp_path):
 
 
 # ---------------------------------------------------------------------------- lightning
-def lightning_train(tmp_path: Path, callback, lr: float = 0.01) -> None:
+def lightning_train(tmp_path: Path, callback, lr: float = 0.01) -> Any:
     lightning = require("lightning")
     torch = require("torch")
 
@@ -121,6 +124,7 @@ def lightning_train(tmp_path: Path, callback, lr: float = 0.01) -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", ".*does not have many workers.*")
         trainer.fit(Regression(), torch.utils.data.DataLoader(dataset, batch_size=8))
+    return trainer
 
 
 def test_lightning_step_0_parity_and_a_changed_lr(torch, tmp_path):
@@ -141,7 +145,7 @@ def test_lightning_step_0_parity_and_a_changed_lr(torch, tmp_path):
 
 
 # ---------------------------------------------------------------------------- MindSpore
-def ms_train(ms, callback, lr: float = 0.01) -> None:
+def ms_train(ms, callback, lr: float = 0.01) -> Any:
     nn = ms.nn
     ms.set_seed(0)
     net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
@@ -149,6 +153,7 @@ def ms_train(ms, callback, lr: float = 0.01) -> None:
     dataset = ms.dataset.NumpySlicesDataset((data[:, :8], data[:, 8:]), column_names=["x", "y"], shuffle=False)
     model = ms.train.Model(net, loss_fn=nn.MSELoss(), optimizer=nn.Adam(net.trainable_params(), learning_rate=lr))
     model.train(1, dataset.batch(8), callbacks=[callback], dataset_sink_mode=False)
+    return net
 
 
 def test_mindspore_model_train_step_0(ms, tmp_path):

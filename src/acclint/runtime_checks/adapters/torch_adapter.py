@@ -178,7 +178,9 @@ class TorchAdapter(Adapter):
         def post(_module: Any, _args: Any, output: Any) -> None:
             leave(output)
 
-        return [module.register_forward_pre_hook(pre, with_kwargs=True), module.register_forward_hook(post)]
+        torch = self.torch
+        return [module.register_forward_pre_hook(outside_compile(torch, pre), with_kwargs=True),
+                module.register_forward_hook(outside_compile(torch, post))]
 
     # ------------------------------------------------------------------ optimizer
     def optimizer_param_keys(self) -> list[int]:
@@ -416,6 +418,13 @@ def floats(torch: Any, scalars: dict[int, Any]) -> dict[int, float]:
         values = torch.stack([scalars[k].to(torch.float64) for k in keys]).cpu().tolist()
         result.update(zip(keys, values))
     return result
+
+
+def outside_compile(torch: Any, hook: Callable) -> Callable:
+    """`hook` kept out of Dynamo's traces (torch.compile): it runs eagerly, on the real tensors
+    before any later in-place op, and acclint's own code is never compiled into the user's graphs."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return hook if disable is None else disable(hook)
 
 
 def unwrap(model: Any) -> Any:

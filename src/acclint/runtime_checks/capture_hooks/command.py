@@ -21,7 +21,8 @@ from acclint.runtime_checks.capture_hooks.settings import ON_MISMATCH, Settings
 @click.option("--reference", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Compare with this fingerprint at once: exit 0 at parity, 1 on a mismatch.")
 @click.option("--on-mismatch", type=click.Choice(ON_MISMATCH), default="exit", show_default=True,
-              help="exit: stop the job and exit 1; warn: print the verdict, go on and exit 0.")
+              help="exit: stop the job and exit 1; warn: print the verdict, let the job run to its end and exit "
+                   "with the job's own status.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def capture_command(output: Path, steps: int, keep_going: bool, reference: Path | None, on_mismatch: str,
                     command: tuple[str, ...]) -> None:
@@ -31,7 +32,11 @@ def capture_command(output: Path, steps: int, keep_going: bool, reference: Path 
     loads acclint's step-0 observation; exit 2 when no optimizer step was seen."""
     if reference is not None and not reference.is_file():
         raise click.BadParameter(f"{reference}: no such file", param_hint="--reference")
-    settings = Settings(output=str(output.resolve()), status_dir="", steps=steps, keep_going=keep_going,
+    folder = output.resolve().parent
+    if not folder.is_dir():  # a typo in a path must not become a new folder tree
+        raise click.BadParameter(f"{output}: the folder {folder} does not exist", param_hint="'-o' / '--output'")
+    settings = Settings(output=str(output.resolve()), status_dir="", steps=steps,
+                        keep_going=keep_going or on_mismatch == "warn",
                         reference=None if reference is None else str(reference.resolve()), on_mismatch=on_mismatch)
     try:
         result = run(list(command), settings)

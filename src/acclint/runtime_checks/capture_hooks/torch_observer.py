@@ -24,7 +24,7 @@ from acclint.runtime_checks.capture_hooks.candidate import Candidate
 from acclint.runtime_checks.capture_hooks.step_probe import StepProbe
 from acclint.runtime_checks.model.errors import FingerprintError
 from acclint.runtime_checks.model.fingerprint import Fingerprint
-from acclint.runtime_checks.adapters.torch_adapter import unwrap
+from acclint.runtime_checks.adapters.torch_adapter import outside_compile, unwrap
 
 
 class TorchStepObserver:
@@ -132,12 +132,12 @@ class TorchStepObserver:
         if self.model is not None and id(unwrap(module)) not in self._named().names:
             return None
         if id(owner) not in self.models:
-            self.models[id(owner)] = Candidate(owner)
+            self.models[id(owner)] = Candidate(owner, self._broken)
         return self.models[id(owner)]
 
     def _named(self) -> Candidate:
         if id(self.model) not in self.models:
-            self.models[id(self.model)] = Candidate(self.model)
+            self.models[id(self.model)] = Candidate(self.model, self._broken)
         return self.models[id(self.model)]
 
     # ------------------------------------------------------------------ loss
@@ -261,13 +261,18 @@ class TorchStepObserver:
         try:
             action(*args)
         except Exception as error:  # acclint failing must not take the user's training with it
-            self.done = True
-            self.uninstall()
-            self.fail(error)
+            self._broken(error)
             return
         if self._ready is not None:  # outside the guard: `finish` may stop the run on a mismatch
             fingerprint, self._ready = self._ready, None
             self.finish(fingerprint)
+
+    def _broken(self, error: BaseException) -> None:
+        """The observation ends here, every hook removed, and `fail` says why once."""
+        if not self.done:
+            self.done = True
+            self.uninstall()
+            self.fail(error)
 
     def _choose(self, optimizer: Any) -> Candidate:
         """The candidate holding most of the optimizer's parameters (a loss module called at the
@@ -287,9 +292,3 @@ class TorchStepObserver:
             )
         return best
 
-
-def outside_compile(torch: Any, hook: Callable) -> Callable:
-    """`hook` kept out of Dynamo's traces (torch.compile): it runs eagerly, on the real tensors,
-    and acclint's own code is never compiled into the user's graphs."""
-    disable = getattr(getattr(torch, "compiler", None), "disable", None)
-    return hook if disable is None else disable(hook)
