@@ -9,13 +9,16 @@ import click
 from acclint.runtime_checks.capture_hooks.launch import EXIT_ERROR, CommandError, print_outcome, run
 from acclint.runtime_checks.capture_hooks.settings import ON_MISMATCH, Settings
 
+MAX_STEPS = 100000
+
 
 @click.command("capture", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=Path("fingerprint.json"),
               show_default=True, help="Where to write the step-0 fingerprint (one file, merged across ranks).")
-@click.option("--steps", type=click.IntRange(1, 2), default=1, show_default=True,
+@click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=1, show_default=True,
               help="1: record step 0 and stop after its update; 2: also record the loss of step 1 (next batch) "
-                   "and stop before its update.")
+                   "and stop before its update; N > 2: also the loss and lr of each of the first N steps (torch), "
+                   "compared step by step.")
 @click.option("--continue", "keep_going", is_flag=True,
               help="Let the job run on after the capture (every hook is removed after it).")
 @click.option("--reference", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -49,7 +49,9 @@ class TorchStepObserver:
         self.unclipped: dict[int, float] = {}  # id(parameter) -> its gradient norm before clipping
         self.probe: StepProbe | None = None
         self.optimizer: Any = None
-        self.stepped = False  # step 0 recorded, waiting for the step-1 loss
+        self.stepped = False  # step 0 recorded, waiting for the later steps' losses
+        self.step_losses: list[float] = []  # each step's loss (--steps N > 2)
+        self.step_lrs: list[list[float]] = []  # each step's lr per group, as the step uses it
         self._batch: Any = None
         self._ready: Fingerprint | None = None
         self.done = False
@@ -186,7 +188,7 @@ class TorchStepObserver:
     def _step_begins(self, optimizer: Any, args: Any, kwargs: Any) -> Any:
         if self.done or (self.optimizer is not None and optimizer is not self.optimizer):
             return None
-        action = self._before_update if self.probe is None else self._step_one_loss
+        action = self._before_update if self.probe is None else self._later_step
         # torch passes the step's own arguments with the optimizer first: (optimizer, closure?)
         positional = len(args) > 1
         closure = args[1] if positional else kwargs.get("closure")
@@ -212,6 +214,7 @@ class TorchStepObserver:
         self.optimizer = optimizer
         if not self.losses:
             raise FingerprintError("no loss reached backward() before the first optimizer step")
+        self.step_lrs.append(group_lrs(optimizer))
         model = self._choose(optimizer)
         model.stop_recording()
         with model.state_before_forward():
@@ -227,6 +230,7 @@ class TorchStepObserver:
     def _after_update(self) -> None:
         probe = self.probe
         probe.record(0, sum(self.losses), batch=self._batch)
+        self.step_losses.append(sum(self.losses))
         self._batch = None
         self.losses = []
         self.stepped = True
@@ -235,14 +239,24 @@ class TorchStepObserver:
         else:
             self._release_forward()
 
-    def _step_one_loss(self, optimizer: Any) -> None:
-        if self.losses:  # an optimizer stepped without a loss (a closure-free second optimizer): no step-1 loss
-            self.probe.record(1, sum(self.losses))
-        self._finish()
+    def _later_step(self, optimizer: Any) -> None:
+        """Step k >= 1 begins: its loss (the batches since step k - 1) and the lr it will use."""
+        if not self.losses:  # an optimizer stepped without a loss (a closure-free second optimizer): stop here
+            self._finish()
+            return
+        if len(self.step_losses) == 1:
+            self.probe.record(1, sum(self.losses))  # the loss after one update, on the next batch
+        self.step_losses.append(sum(self.losses))
+        self.step_lrs.append(group_lrs(optimizer))
+        self.losses = []
+        if len(self.step_losses) >= self.steps:
+            self._finish()
 
     def _finish(self) -> None:
         self.done = True
         self._ready = self.probe.fingerprint()
+        if self.steps > 2 and self._ready.step is not None:
+            self._ready.step.losses, self._ready.step.lrs = self.step_losses, self.step_lrs
         self.uninstall()
 
     def _release_forward(self) -> None:
@@ -292,3 +306,8 @@ class TorchStepObserver:
             )
         return best
 
+
+
+def group_lrs(optimizer: Any) -> list[float]:
+    """The lr of every param group, as the step about to run uses it (a scheduler set it already)."""
+    return [float(group["lr"]) for group in getattr(optimizer, "param_groups", ())]

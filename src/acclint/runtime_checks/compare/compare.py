@@ -28,7 +28,7 @@ from acclint.runtime_checks.compare.forward_compare import (
 )
 from acclint.runtime_checks.model.mismatch import Mismatch
 from acclint.runtime_checks.model.names import NameMapping, close_matches, load_mapping
-from acclint.runtime_checks.model.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
+from acclint.runtime_checks.model.optimizers import STANDS_FOR, hparam, merge_equal_groups, values_equal
 from acclint.runtime_checks.model.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM
 
 # Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
@@ -57,6 +57,9 @@ OPTIMIZER_TYPE_NOTES = {
         "MindSpore RMSProp adds eps inside the square root, torch outside", True,
     ),
 }
+
+# Optimizer settings outside the groups that name a class of one framework (compared within one only).
+SCHEDULER_NAMES = frozenset({"lr-schedule"})
 
 # Below this share of parameter names found on both sides (of the larger side's count),
 # the fingerprints are of different models: listing every missing name would bury that.
@@ -271,6 +274,7 @@ class _Comparer:
             "loss": self.check_loss,
             "grads": self.check_grads,
             "update": self.check_update,
+            "steps": self.check_steps,
             "env": self.check_env,
         }
         outcomes: dict[str, StageOutcome] = {}
@@ -517,8 +521,9 @@ class _Comparer:
         findings: dict[str, list[tuple[Any, Any, list[str]]]] = {}
         for lg, rg, members in pairs:
             keys = (set(lg.hparams) | set(rg.hparams)) if same_type else (set(lg.hparams) & set(rg.hparams))
+            keys |= {k for k in STANDS_FOR if k in lg.hparams or k in rg.hparams}  # a peak hidden by a warmup
             for key in sorted(keys):
-                a, b = lg.hparams.get(key, NEUTRAL_HPARAMS.get(key)), rg.hparams.get(key, NEUTRAL_HPARAMS.get(key))
+                a, b = hparam(lg.hparams, key), hparam(rg.hparams, key)
                 if not values_equal(a, b):
                     findings.setdefault(key, []).append((a, b, members))
         for key, found in findings.items():
@@ -539,6 +544,8 @@ class _Comparer:
 
     def _check_extra(self, outcome: StageOutcome, left: Mapping[str, Any], right: Mapping[str, Any]) -> None:
         for key in sorted(set(left) | set(right)):
+            if key in SCHEDULER_NAMES and self.left.fp.framework != self.right.fp.framework:
+                continue  # a class name of each framework's own: the peak and warmup say what it does
             a, b = left.get(key), right.get(key)
             if a is None or b is None or not values_equal(a, b):
                 if a is None and b is None:
@@ -675,6 +682,50 @@ class _Comparer:
         else:
             outcome.summary = ", ".join(compared) + (f" ({'; '.join(notes)})" if notes else "")
 
+    # ------------------------------------------------------------------ later steps (--steps N)
+    def check_steps(self, outcome: StageOutcome) -> None:
+        """The first step whose lr, then whose loss, differs. Losses after updates carry float noise
+        that each update amplifies: they are compared within update_rtol (atol as everywhere)."""
+        ls, rs = self.left.fp.step, self.right.fp.step
+        missing = [side for side, step in (("left", ls), ("right", rs)) if step is None or not step.losses]
+        if missing:
+            outcome.skipped = (f"not recorded: one step captured on the {' and the '.join(missing)} "
+                               "(acclint capture --steps N records the loss and lr of N steps)")
+            return
+        count = min(len(ls.losses), len(rs.losses))
+        lr_step = self._first_lr_difference(ls.lrs or [], rs.lrs or [], count)
+        if lr_step is not None:
+            k, a, b = lr_step
+            outcome.mismatches.append(Mismatch(
+                "step-lr", f"step {k}", a, b,
+                f"the lr first differs at step {k}: {_show_lrs(a)} on the left, {_show_lrs(b)} on the right"
+                + (f" (steps 0-{k - 1} use the same lr)" if k else "") + ": the lr schedule differs",
+            ))
+        for k in range(count):
+            a, b = ls.losses[k], rs.losses[k]
+            if self.close(a, b, self.update_rtol):
+                continue
+            rel = abs(a - b) / max(abs(a), abs(b)) if max(abs(a), abs(b)) else math.inf
+            outcome.mismatches.append(Mismatch(
+                "step-loss", f"step {k}", a, b,
+                f"the loss first diverges at step {k}: {a:.8g} vs {b:.8g} (relative difference {rel:.2e}, beyond "
+                f"rtol {self.update_rtol:g} / atol {self.atol:g})" + (f"; steps 0-{k - 1} match" if k else ""),
+                consequence_of="step-lr" if lr_step is not None and lr_step[0] <= k else None,
+            ))
+            break
+        shorter = "" if len(ls.losses) == len(rs.losses) else f"; {len(ls.losses)} vs {len(rs.losses)} steps recorded"
+        outcome.summary = f"loss and lr of {count} steps (rtol {self.update_rtol:g}){shorter}"
+
+    @staticmethod
+    def _first_lr_difference(left: list[list[float]], right: list[list[float]],
+                             count: int) -> tuple[int, list[float], list[float]] | None:
+        for k in range(min(count, len(left), len(right))):
+            a, b = left[k], right[k]
+            # groups are compared in order; a different number of groups is the optimizer stage's finding
+            if not all(values_equal(x, y) for x, y in zip(a, b)):
+                return k, a, b
+        return None
+
     def _noise_level_gradients(self) -> set[str]:
         """Parameters whose gradient is zero within tolerance on both sides (e.g. a bias followed by
         BatchNorm): an adaptive optimizer turns that noise into a full-size, meaningless update."""
@@ -709,12 +760,16 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _show_lrs(lrs: list[float]) -> str:
+    return _show(lrs[0]) if len(set(lrs)) == 1 else "[" + ", ".join(_show(v) for v in lrs) + "]"
+
+
 def _nonfinite(value: float) -> str:
     return "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf") if math.isinf(value) else "finite"
 
 
 def _diff_hparams(mine: Mapping[str, Any], other: Mapping[str, Any], only_differences: bool) -> str:
-    keys = sorted(k for k in mine if not only_differences or not values_equal(mine[k], other.get(k, NEUTRAL_HPARAMS.get(k))))
+    keys = sorted(k for k in mine if not only_differences or not values_equal(mine[k], hparam(other, k)))
     return ", ".join(f"{k} {_show(mine[k])}" for k in keys) or "same settings"
 
 

@@ -34,6 +34,8 @@ HINTS = {
     "grads": "the gradients differ: the backward pass differs; start at the first diverging parameter",
     "update": "the update differs: the optimizer implementation (eps placement, bias correction, fused kernels) "
     "or loss scaling",
+    "steps": "step 0 matches but a later step does not: the lr schedule (warmup, decay) if the lr differs, "
+    "else the data of later steps, dropout, or float noise the updates amplify",
     "env": "numerics settings differ: deterministic algorithms or TF32/HF32 flags",
 }
 # The earlier stages a hint may say match, when they were compared in full and did match.
@@ -42,6 +44,7 @@ HINT_CLAIMS = {
     "loss": ("weights", "forward"),
     "grads": ("loss",),
     "update": ("loss", "grads"),
+    "steps": ("loss", "grads", "update"),
 }
 SINGULAR_TITLES = {"step-0 loss", "forward", "optimizer", "training mode", "environment", "parameter count"}
 # A cause that is its stage's exception: (stage, mismatch name) -> (what it is, where to look).
