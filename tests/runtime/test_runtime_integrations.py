@@ -15,7 +15,8 @@ from acclint.runtime import compare, load
 
 
 # ---------------------------------------------------------------------------- transformers
-def hf_train(tmp_path: Path, callback, beta2: float = 0.999, steps: int = 3) -> Any:
+def hf_train(tmp_path: Path, callback, beta2: float = 0.999, steps: int = 3, learning_rate: float = 1e-3,
+             warmup_steps: int = 0) -> Any:
     transformers = require("transformers")
     torch = require("torch")
 
@@ -35,7 +36,7 @@ def hf_train(tmp_path: Path, callback, beta2: float = 0.999, steps: int = 3) -> 
         attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
     args = transformers.TrainingArguments(
         output_dir=str(tmp_path / "hf"), max_steps=steps, per_device_train_batch_size=4, gradient_accumulation_steps=2,
-        learning_rate=1e-3, adam_beta2=beta2, max_grad_norm=1.0, report_to=[], save_strategy="no",
+        learning_rate=learning_rate, warmup_steps=warmup_steps, adam_beta2=beta2, max_grad_norm=1.0, report_to=[], save_strategy="no",
         logging_strategy="no", use_cpu=True, seed=0, dataloader_num_workers=0, disable_tqdm=True)
     trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[callback])
     trainer.train()
@@ -66,7 +67,12 @@ def test_transformers_two_runs_at_parity(hf_reference, tmp_path):
 
     callback = AcclintCallback(output=tmp_path / "b.json", reference=hf_reference, on_mismatch="raise")
     hf_train(tmp_path, callback)
-    assert callback.step_zero.outcome.result.ok
+    result = callback.step_zero.outcome.result
+    assert result.ok
+    # the Trainer's two groups (decay / no decay), equal here (weight_decay 0.0): shown as two
+    assert len(load(hf_reference).optimizer.groups) == 2
+    optimizer = next(o for o in result.stages if o.stage == "optimizer")
+    assert optimizer.summary == "adamw, 2 group(s) (1 with distinct settings)"
 
 
 @pytest.mark.parametrize("on_mismatch", ["raise", "exit", "warn"])

@@ -485,7 +485,9 @@ class _Comparer:
             self._check_hparams(outcome, shared, same_type)
         self._check_extra(outcome, lo.extra, ro.extra)
         if not outcome.mismatches:
-            outcome.summary = f"{lo.type}, {len(self.left.groups)} group(s)"
+            raw, distinct = len(lo.groups), len(self.left.groups)
+            outcome.summary = f"{lo.type}, {raw} group(s)" + (
+                f" ({distinct} with distinct settings)" if distinct != raw else "")
 
     def _blocks(self, side: _Side, shared: list[str]) -> set[tuple[int, frozenset[str]]]:
         held = {n for g in side.groups for n in g.params}
@@ -697,9 +699,9 @@ class _Comparer:
         if lr_step is not None:
             k, a, b = lr_step
             outcome.mismatches.append(Mismatch(
-                "step-lr", f"step {k}", a, b,
+                "optimizer-hparam", f"lr-step-{k}", a, b,
                 f"the lr first differs at step {k}: {_show_lrs(a)} on the left, {_show_lrs(b)} on the right"
-                + (f" (steps 0-{k - 1} use the same lr)" if k else "") + ": the lr schedule differs",
+                + (f" ({_steps_before(k)} the same)" if k else "") + ": the lr schedule differs",
             ))
         for k in range(count):
             a, b = ls.losses[k], rs.losses[k]
@@ -707,10 +709,10 @@ class _Comparer:
                 continue
             rel = abs(a - b) / max(abs(a), abs(b)) if max(abs(a), abs(b)) else math.inf
             outcome.mismatches.append(Mismatch(
-                "step-loss", f"step {k}", a, b,
+                "loss", f"loss-step-{k}", a, b,
                 f"the loss first diverges at step {k}: {a:.8g} vs {b:.8g} (relative difference {rel:.2e}, beyond "
-                f"rtol {self.update_rtol:g} / atol {self.atol:g})" + (f"; steps 0-{k - 1} match" if k else ""),
-                consequence_of="step-lr" if lr_step is not None and lr_step[0] <= k else None,
+                f"rtol {self.update_rtol:g} / atol {self.atol:g})" + (f"; {_steps_before(k)} match" if k else ""),
+                consequence_of="optimizer-hparam" if lr_step is not None and lr_step[0] <= k else None,
             ))
             break
         shorter = "" if len(ls.losses) == len(rs.losses) else f"; {len(ls.losses)} vs {len(rs.losses)} steps recorded"
@@ -758,6 +760,10 @@ def _show(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.7g}"
     return str(value)
+
+
+def _steps_before(k: int) -> str:
+    return "step 0" if k == 1 else f"steps 0-{k - 1}"
 
 
 def _show_lrs(lrs: list[float]) -> str:

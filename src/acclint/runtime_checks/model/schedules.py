@@ -22,13 +22,28 @@ LENGTH_ATTRIBUTES = ("num_training_steps", "total_steps", "t_initial", "T_max", 
 LAMBDA_STEPS_READ = 20000
 
 
+# What a scheduler holds and an optimizer wrapper (accelerate's AcceleratedOptimizer) does not.
+SCHEDULER_ATTRIBUTES = ("base_lrs", "lr_lambdas", "_schedulers", "base_values", "last_epoch")
+
+
 def schedulers_of(optimizer: Any) -> list[Any]:
-    """The outermost schedulers driving `optimizer` (a SequentialLR, not the schedulers inside it)."""
-    found = [obj for obj in gc.get_referrers(optimizer)
-             if getattr(obj, "optimizer", None) is optimizer and callable(getattr(obj, "step", None))
-             and obj is not optimizer]
+    """The outermost schedulers driving `optimizer` (a SequentialLR, not the schedulers inside it),
+    also through a wrapper around it (transformers' Trainer schedules accelerate's wrapper)."""
+    found = []
+    for holder in _holders(optimizer):
+        if any(hasattr(holder, name) for name in SCHEDULER_ATTRIBUTES):
+            found.append(holder)
+        else:
+            found += [obj for obj in _holders(holder) if any(hasattr(obj, n) for n in SCHEDULER_ATTRIBUTES)]
     inner = {id(child) for obj in found for child in getattr(obj, "_schedulers", ()) or ()}
     return [obj for obj in found if id(obj) not in inner]
+
+
+def _holders(optimizer: Any) -> list[Any]:
+    """Objects whose `optimizer` is this one and that can step (schedulers, optimizer wrappers)."""
+    return [obj for obj in gc.get_referrers(optimizer)
+            if obj is not optimizer and getattr(obj, "optimizer", None) is optimizer
+            and callable(getattr(obj, "step", None))]
 
 
 def schedule_record(optimizer: Any) -> dict[str, Any]:

@@ -60,7 +60,5 @@ KIND_STAGES = {
     "loss": "loss",
     "grad-norm": "grads",
     "update": "update",
-    "step-lr": "steps",
-    "step-loss": "steps",
     "env": "env",
 }
