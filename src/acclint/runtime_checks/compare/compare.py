@@ -8,6 +8,7 @@ so the first mismatch without it is the one to fix first.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,13 @@ from acclint.runtime_checks.compare.forward_compare import (
     stats_close,
 )
 from acclint.runtime_checks.model.mismatch import Mismatch
-from acclint.runtime_checks.model.names import NameMapping, close_matches, load_mapping
+from acclint.runtime_checks.model.names import (
+    NameMapping,
+    close_matches,
+    load_mapping,
+    whole_model_prefix,
+    without_wrappers,
+)
 from acclint.runtime_checks.model.optimizers import STANDS_FOR, hparam, merge_equal_groups, values_equal
 from acclint.runtime_checks.model.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM
 
@@ -214,6 +221,9 @@ class _Side:
     def __init__(self, fingerprint: Fingerprint, label: str, rules: NameMapping) -> None:
         self.fp = fingerprint
         self.label = label
+        prefix = whole_model_prefix(without_wrappers(p.name) for p in fingerprint.params)
+        if prefix is not None and prefix not in rules.prefixes:  # recorded through a DDP-style wrapper
+            rules = dataclasses.replace(rules, prefixes={**rules.prefixes, prefix: ""})
         self.rename: dict[str, str] = {}
         self.params = self._index(fingerprint.params, rules)
         self.state = self._index(fingerprint.state, rules)
