@@ -16,7 +16,7 @@ from acclint.runtime import compare, load
 
 # ---------------------------------------------------------------------------- transformers
 def hf_train(tmp_path: Path, callback, beta2: float = 0.999, steps: int = 3, learning_rate: float = 1e-3,
-             warmup_steps: int = 0) -> Any:
+             warmup_steps: int = 0, batch_size: int = 4, accumulation: int = 2) -> Any:
     transformers = require("transformers")
     torch = require("torch")
 
@@ -35,7 +35,7 @@ def hf_train(tmp_path: Path, callback, beta2: float = 0.999, steps: int = 3, lea
         n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=16, resid_pdrop=0.0, embd_pdrop=0.0,
         attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "hf"), max_steps=steps, per_device_train_batch_size=4, gradient_accumulation_steps=2,
+        output_dir=str(tmp_path / "hf"), max_steps=steps, per_device_train_batch_size=batch_size, gradient_accumulation_steps=accumulation,
         learning_rate=learning_rate, warmup_steps=warmup_steps, adam_beta2=beta2, max_grad_norm=1.0, report_to=[], save_strategy="no",
         logging_strategy="no", use_cpu=True, seed=0, dataloader_num_workers=0, disable_tqdm=True)
     trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[callback])

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 from acclint.runtime_checks.model.errors import FingerprintError, NonFiniteLossError
 from acclint.runtime_checks.model.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord
 from acclint.runtime_checks.distributed.rank_files import load
+from acclint.runtime_checks.compare.batch_split import same_samples_split_differently
 from acclint.runtime_checks.compare.forward_compare import (
     DEFAULT_ACTIVATION_RTOL,
     ForwardComparison,
@@ -123,7 +124,7 @@ class ComparisonResult:
         """The mismatches that follow from no earlier one: what to fix, first one first (a seed
         difference first of all: the data and the initial weights follow from it)."""
         causes = [m for m in self.mismatches if m.is_cause]
-        return sorted(causes, key=lambda m: not is_seed(m))
+        return sorted(causes, key=lambda m: not is_run_wide(m))
 
     def cause_kinds(self) -> set[str]:
         return {m.kind for m in self.causes}
@@ -189,6 +190,11 @@ def compare(
 
 def is_seed(mismatch: Mismatch) -> bool:
     return mismatch.kind == "env" and mismatch.name == "seed"
+
+
+def is_run_wide(mismatch: Mismatch) -> bool:
+    """A seed or world-size difference: what every stage sees follows from it, so it is named first."""
+    return mismatch.kind == "env" and mismatch.name in ("seed", "world-size")
 
 
 def assert_parity(
@@ -340,6 +346,17 @@ class _Comparer:
         return Mismatch("env", "seed", a, b, f"seed {a} on the left, {b} on the right: the initial weights, the "
                         "data order and the dropout masks follow from it")
 
+    def _world_size_difference(self) -> Mismatch | None:
+        a, b = self.left.fp.world_size, self.right.fp.world_size
+        if a == b:
+            return None
+
+        def said(size: int) -> str:
+            return "1 process" if size == 1 else f"{size} ranks"
+
+        return Mismatch("env", "world-size", a, b, f"{said(a)} on the left, {said(b)} on the right: each rank's share "
+                        "of the batch, the data order and the gradient averaging follow from the world size")
+
     def _different_models(self) -> Mismatch | None:
         """One mismatch saying the fingerprints are of two different models, when few parameter
         names are found on both sides."""
@@ -360,7 +377,18 @@ class _Comparer:
         )
 
     def check_data(self, outcome: StageOutcome) -> None:
-        check_data(outcome, self.left.fp.batch, self.right.fp.batch, self.hashes_differ(), self.rtol, self.atol)
+        left, right = self.left.fp, self.right.fp
+        check_data(outcome, left.batch, right.batch, self.hashes_differ(), self.rtol, self.atol)
+        if not outcome.mismatches or self.hashes_differ() or left.batch is None or right.batch is None:
+            return
+        split = same_samples_split_differently(left.batch, right.batch, left.world_size, right.world_size)
+        if split is not None:  # the same samples: not "different data", but a split of its own
+            outcome.mismatches = [Mismatch(
+                "batch", "<split>", None, None,
+                f"the same samples reach the optimizer step, split differently: {split} (equal losses and gradients "
+                "follow when each micro-batch's loss is scaled by its share; BatchNorm statistics do not)",
+            )]
+            outcome.summary = f"the same samples, split differently: {split}"
 
     # ------------------------------------------------------------------ helpers
     def hashes_differ(self) -> str | None:
@@ -759,6 +787,9 @@ class _Comparer:
                 outcome.mismatches.append(Mismatch("env", key, a, b, f"{key} is {a} on the left, {b} on the right"))
         if self.seed is not None:
             outcome.mismatches.insert(0, self.seed)
+        world = self._world_size_difference()
+        if world is not None:
+            outcome.mismatches.insert(0, world)
         lv, rv = le.get("versions", {}), re_.get("versions", {})
         outcome.summary = " vs ".join(
             f"{fp.framework} {versions.get(fp.framework, '?')}" for fp, versions in ((self.left.fp, lv), (self.right.fp, rv))
