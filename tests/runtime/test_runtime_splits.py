@@ -64,3 +64,27 @@ def test_transformers_accumulation_against_one_batch(torch, tmp_path):
     data = stage(result, "data").mismatches
     assert [(m.kind, m.name) for m in data] == [("batch", "<split>")], result.verdict()
     assert "2 micro-batches of 4 on the left, 1 micro-batch of 8 on the right" in data[0].message
+
+
+# ---------------------------------------------------------------------------- one run, two ways
+def test_lightning_zero_edit_and_callback_record_the_same_root(torch, tmp_path):
+    """`acclint capture` of a Lightning script and the Lightning callback in it: the same model."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from rank_launcher import SRC
+
+    script = Path(__file__).with_name("lightning_train.py")
+    zero_edit = capture(tmp_path, "-o", str(tmp_path / "z.json"), "--", sys.executable, str(script), "0.01")
+    assert zero_edit.returncode == 0, zero_edit.stderr
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, str(script), "0.01", "callback", str(tmp_path / "c.json")], env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    zero, callback = load(tmp_path / "z.json"), load(tmp_path / "c.json")
+    assert zero.model == callback.model == "Sequential"
+    assert [p.name for p in zero.params] == [p.name for p in callback.params] == ["0.weight", "0.bias", "2.weight",
+                                                                                  "2.bias"]
+    result = compare(zero, callback)
+    assert result.ok, result.verdict()

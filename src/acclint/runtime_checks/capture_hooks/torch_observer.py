@@ -41,6 +41,7 @@ class TorchStepObserver:
         self.model, self.steps = model, steps
         self.batches: list[Any] = []  # given by a callback (the trainer's batch): replaces the inputs seen
         self.models: dict[int, Candidate] = {}
+        self.called: dict[int, Any] = {}  # modules of the named model called at the top level
         self.depth = 0
         self.in_backward = False
         self.losses: list[float] = []
@@ -109,6 +110,8 @@ class TorchStepObserver:
         model = self._model_of(module)
         if model is not None:
             model.start_recording(module, args)
+            if self.model is not None:
+                self.called[id(module)] = module
 
     def _forward_leave(self, module: Any, args: Any, kwargs: Any, _output: Any) -> None:
         if self.in_backward or self.probe is not None or self.done:
@@ -217,14 +220,17 @@ class TorchStepObserver:
         self.step_lrs.append(group_lrs(optimizer))
         model = self._choose(optimizer)
         model.stop_recording()
+        root, records = self._root(model, optimizer)
         with model.state_before_forward():
-            probe = StepProbe(model.module, optimizer)
+            probe = StepProbe(root, optimizer)
         probe.take_gradients(self.unclipped)
-        probe.add_forward(model.recorder.records)
+        probe.add_forward(records)
         if self.clip is not None:
             probe.set_extra("clip-grad", self.clip)  # as capture(clip_grad_norm=) records it
         given = self.batches[0] if len(self.batches) == 1 else self.batches
-        self._batch = given if self.batches else model.batch()
+        # a trainer's batch, unless the model recorded is the module it calls: then, as without the
+        # callback, what reached that module
+        self._batch = given if self.batches and root is model.module else model.batch()
         self.probe = probe
 
     def _after_update(self) -> None:
@@ -287,6 +293,30 @@ class TorchStepObserver:
             self.done = True
             self.uninstall()
             self.fail(error)
+
+    def _root(self, model: Candidate, optimizer: Any) -> tuple[Any, list]:
+        """The module recorded as the model, and its forward records named from it. A model handed
+        over by a trainer that never calls it (a LightningModule: Lightning calls training_step,
+        which calls the network) is recorded as the module it calls, as `acclint capture` records
+        it without the callback, so the two files of one run compare."""
+        records = model.recorder.records
+        if self.model is None or id(unwrap(self.model)) in self.called or id(self.model) in self.called:
+            return model.module, records
+        held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        inside = [m for m in self.called.values() if any(id(p) in held for p in m.parameters())]
+        if not inside:
+            return model.module, records
+        called = max(inside, key=lambda m: sum(1 for p in m.parameters() if id(p) in held))
+        if not held <= {id(p) for p in called.parameters()}:
+            return model.module, records  # the optimizer trains more than that module: the whole model it is
+        path = model.names.get(id(called), "")
+        prefix = path + "."
+        renamed = []
+        for record in records:
+            if record.name == path or record.name.startswith(prefix):
+                record.name = "" if record.name == path else record.name[len(prefix):]
+                renamed.append(record)
+        return called, renamed
 
     def _choose(self, optimizer: Any) -> Candidate:
         """The candidate holding most of the optimizer's parameters (a loss module called at the

@@ -219,8 +219,12 @@ class ForwardComparison:
                                                    f"{name} ({record.module}) differs too: {stats}",
                                                    consequence_of="activation"))
         matched_names = {key[0] for key, _ in self.left if key in partners}
-        if not outputs and self.left and self.right:
-            outcome.skipped = "not compared: no module call has the same name on both sides"
+        if not outputs:  # nothing compared is never "ok"
+            empty = [side for side, records in (("left", self.left), ("right", self.right)) if not records]
+            outcome.skipped = ("not compared: no module call has the same name on both sides" if not empty else
+                               f"not compared: no module output was recorded on the {' and the '.join(empty)} "
+                               "(the forward ran outside the module hooks: a compiled graph, a forward under no_grad, "
+                               "or a MindSpore graph-mode step)")
             return
         if first is None:
             outcome.summary = f"{outputs} module output(s) of {len(matched_names)} module(s) within tolerance"
