@@ -242,3 +242,22 @@ def test_bad_output_and_bad_reference_exit_2_with_a_message(project, tmp_path):
     assert "not an acclint fingerprint" in unreadable.stderr
     for run in (unwritable, unreadable):
         assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("how", ["model", "loop"])
+def test_mindspore_graph_mode_without_an_edit(ms, tmp_path, how):
+    """GRAPH mode (mindcv's default), through Model.train and TrainOneStepCell: step 0 is captured in
+    PyNative (graph mode allows no hook in the compiled step), the program's own steps run in GRAPH
+    mode to the end, and the fingerprint equals a PyNative run's."""
+    script = Path(__file__).with_name("ms_model_train.py")
+    graph = capture(tmp_path, "-o", str(tmp_path / "g.json"), "--continue", "--", sys.executable, str(script), "0.01",
+                    how, "graph")
+    assert graph.returncode == 0, graph.stderr
+    assert "trained to the end" in graph.stdout and "Traceback" not in graph.stderr
+    fingerprint = load(tmp_path / "g.json")
+    assert fingerprint.env["settings"]["mindspore-mode"].startswith("GRAPH (step 0 captured in PyNative")
+    assert fingerprint.forward  # recorded in the PyNative replay of the step
+    pynative = capture(tmp_path, "-o", str(tmp_path / "p.json"), "--", sys.executable, str(script), "0.01", how)
+    assert pynative.returncode == 0, pynative.stderr
+    result = compare(load(tmp_path / "p.json"), fingerprint)
+    assert result.ok, result.verdict()

@@ -9,8 +9,9 @@ its own step as it would have. The batch comes from the dataset only with
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from mindspore.train import Callback
 
@@ -56,11 +57,36 @@ def capture_step(network: Any, optimizer: Any, loss_cell: Any, batch: tuple, out
     from acclint.runtime_checks.capture.capture import capture
 
     try:
-        fingerprint = capture(network, optimizer, _loss_of(loss_cell), batch)
+        with pynative_for_the_capture() as graph_mode:
+            fingerprint = capture(network, optimizer, _loss_of(loss_cell), batch)
+        if graph_mode:
+            fingerprint.env.setdefault("settings", {})["mindspore-mode"] = GRAPH_MODE_NOTE
     except Exception as error:
         outcome.fail(error)
         return
     outcome.finish(fingerprint)
+
+
+# What a fingerprint of a GRAPH-mode program says about itself (env.settings["mindspore-mode"]).
+GRAPH_MODE_NOTE = "GRAPH (step 0 captured in PyNative: graph mode allows no hook in the compiled step)"
+
+
+@contextlib.contextmanager
+def pynative_for_the_capture() -> Iterator[bool]:
+    """The captured step runs in PyNative mode: in GRAPH mode MindSpore compiles the step and forbids
+    Python hooks (value_and_grad of a lambda, forward hooks) in it. The program's own steps then run
+    in the mode it chose. Yields whether the program runs in GRAPH mode."""
+    import mindspore
+
+    mode = mindspore.get_context("mode")
+    graph = mode == mindspore.GRAPH_MODE
+    if graph:
+        mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    try:
+        yield graph
+    finally:
+        if graph:
+            mindspore.set_context(mode=mode)
 
 
 def _loss_of(loss_cell: Any) -> Any:
