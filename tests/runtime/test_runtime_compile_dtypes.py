@@ -91,4 +91,5 @@ def test_float64_and_bfloat16_models(torch, dtype_name):
     other = observe(loop(torch, network(torch, torch.float32)))["fingerprint"]
     result = compare(other, fingerprint)
     assert "param-shape" in {m.kind for m in result.causes}  # the dtype is named as such
-    assert any(f"dtype float32 on the left, {dtype_name} on the right" in m.message for m in result.mismatches)
+    # the parameter is named in the text
+    assert f"[param-shape] parameter 0.0.weight: dtype float32 on the left, {dtype_name} on the right" in result.verdict()

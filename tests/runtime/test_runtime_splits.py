@@ -48,8 +48,10 @@ def test_two_ranks_against_one_process_with_accumulation(project, tmp_path):  # 
                        launcher=(sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                                  "--master_port", str(free_port())))
     result = compare(single, ranks)
-    env = [m for m in stage(result, "env").mismatches if m.name == "world-size"]
-    assert env and "1 process on the left, 2 ranks on the right" in env[0].message
+    # named as such: in the environment line and under the verdict (not a difference by itself: a
+    # tensor-parallel run compares with a single device)
+    assert "(1 process on the left, 2 ranks on the right)" in stage(result, "env").summary
+    assert "Note: the world size differs (1 process on the left, 2 ranks on the right)" in result.verdict()
     data = stage(result, "data")
     # each rank seeds itself (seed + rank): other samples, said per tensor, not called a split
     assert data.mismatches and all(m.name != "<split>" for m in data.mismatches)

@@ -124,7 +124,7 @@ class ComparisonResult:
         """The mismatches that follow from no earlier one: what to fix, first one first (a seed
         difference first of all: the data and the initial weights follow from it)."""
         causes = [m for m in self.mismatches if m.is_cause]
-        return sorted(causes, key=lambda m: not is_run_wide(m))
+        return sorted(causes, key=lambda m: not is_seed(m))
 
     def cause_kinds(self) -> set[str]:
         return {m.kind for m in self.causes}
@@ -190,11 +190,6 @@ def compare(
 
 def is_seed(mismatch: Mismatch) -> bool:
     return mismatch.kind == "env" and mismatch.name == "seed"
-
-
-def is_run_wide(mismatch: Mismatch) -> bool:
-    """A seed or world-size difference: what every stage sees follows from it, so it is named first."""
-    return mismatch.kind == "env" and mismatch.name in ("seed", "world-size")
 
 
 def assert_parity(
@@ -346,17 +341,6 @@ class _Comparer:
         return Mismatch("env", "seed", a, b, f"seed {a} on the left, {b} on the right: the initial weights, the "
                         "data order and the dropout masks follow from it")
 
-    def _world_size_difference(self) -> Mismatch | None:
-        a, b = self.left.fp.world_size, self.right.fp.world_size
-        if a == b:
-            return None
-
-        def said(size: int) -> str:
-            return "1 process" if size == 1 else f"{size} ranks"
-
-        return Mismatch("env", "world-size", a, b, f"{said(a)} on the left, {said(b)} on the right: each rank's share "
-                        "of the batch, the data order and the gradient averaging follow from the world size")
-
     def _different_models(self) -> Mismatch | None:
         """One mismatch saying the fingerprints are of two different models, when few parameter
         names are found on both sides."""
@@ -474,11 +458,11 @@ class _Comparer:
                 a, b = left[name], right[name]
                 if a.shape != b.shape:
                     outcome.mismatches.append(Mismatch(
-                        "param-shape", name, a.shape, b.shape, f"{what} shape {a.shape} on the left, {b.shape} on the right",
+                        "param-shape", name, a.shape, b.shape, f"{what} {name}: shape {a.shape} on the left, {b.shape} on the right",
                     ))
                 elif a.dtype != b.dtype:
                     outcome.mismatches.append(Mismatch(
-                        "param-shape", name, a.dtype, b.dtype, f"{what} dtype {a.dtype} on the left, {b.dtype} on the right",
+                        "param-shape", name, a.dtype, b.dtype, f"{what} {name}: dtype {a.dtype} on the left, {b.dtype} on the right",
                     ))
         if self.different_models is not None:  # the listed names follow from it
             for mismatch in outcome.mismatches[1:]:
@@ -787,13 +771,20 @@ class _Comparer:
                 outcome.mismatches.append(Mismatch("env", key, a, b, f"{key} is {a} on the left, {b} on the right"))
         if self.seed is not None:
             outcome.mismatches.insert(0, self.seed)
-        world = self._world_size_difference()
-        if world is not None:
-            outcome.mismatches.insert(0, world)
+
         lv, rv = le.get("versions", {}), re_.get("versions", {})
         outcome.summary = " vs ".join(
             f"{fp.framework} {versions.get(fp.framework, '?')}" for fp, versions in ((self.left.fp, lv), (self.right.fp, rv))
         )
+        if self.left.fp.world_size != self.right.fp.world_size:
+            outcome.summary += f" ({world_sizes(self.left.fp, self.right.fp)})"
+
+
+def world_sizes(left: Fingerprint, right: Fingerprint) -> str:
+    def said(size: int) -> str:
+        return "1 process" if size == 1 else f"{size} ranks"
+
+    return f"{said(left.world_size)} on the left, {said(right.world_size)} on the right"
 
 
 def _show(value: Any) -> str:

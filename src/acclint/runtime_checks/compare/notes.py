@@ -38,6 +38,14 @@ def verdict_notes(result: "ComparisonResult") -> list[str]:
     dropout = _dropout_note(result)
     if dropout:
         notes.append(dropout)
+    if result.left.world_size != result.right.world_size:
+        from acclint.runtime_checks.compare.compare import world_sizes
+
+        # Not a difference by itself (a TP=8 run and a single device compare), but the data-parallel
+        # split changes each rank's batch and the gradient averaging: say it where differences are read.
+        notes.append(f"the world size differs ({world_sizes(result.left, result.right)}): differences in the data, "
+                     "the loss and the gradients may follow from the data-parallel split (each rank's share of the "
+                     "batch, the sampler, the gradient averaging) rather than from the stage named first")
     return notes
 
 

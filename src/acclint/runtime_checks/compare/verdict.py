@@ -51,8 +51,6 @@ SINGULAR_TITLES = {"step-0 loss", "forward", "optimizer", "training mode", "envi
 CAUSE_HINTS = {
     ("env", "seed"): ("seed", "the runs are seeded differently: the initial weights, the data order and the dropout masks "
     "all follow from the seed; seed both sides identically (or transfer the weights and feed the same batch)"),
-    ("env", "world-size"): ("world size", "the runs use a different number of ranks: compare runs of one world size, "
-    "or feed each the same samples per optimizer step (ranks x micro-batches x accumulation)"),
     ("data", "<split>"): ("a different split", "the same samples reach the optimizer step in another split (micro-batch "
     "x accumulation, or rank x micro-batch): align the split, or check that each micro-batch's loss is scaled by its "
     "share of the step; the differences after it follow from the split"),
