@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scan import choose_files, copy_corpus, package_dir  # noqa: E402
+from bench_scan import DEFAULT_PACKAGE, choose_files, copy_corpus, package_dir  # noqa: E402
 
 WARM_RATIO_TARGET = 0.10
 
@@ -95,7 +95,7 @@ def one_run(folder: Path) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=400)
-    parser.add_argument("--package", default="torch")
+    parser.add_argument("--package", default=DEFAULT_PACKAGE)
     parser.add_argument("--path", type=Path)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", action="store_true")

@@ -39,11 +39,12 @@ BENCHMARK_LINE = 3
 BENCHMARK_STMT = "torch.backends.cudnn.benchmark = True"
 LIBRARY = "def f(): return 1\n"
 
-FINDING_KEYS = ["rule", "category", "severity", "path", "line", "column", "end_line", "end_column", "message", "fix"]
+FINDING_KEYS = ["rule", "category", "severity", "path", "line", "column", "end_line", "end_column", "message", "fix",
+                "proven", "premises"]
 TOP_KEYS = {"version", "files_scanned", "findings", "errors", "skipped"}
 RULES = {rule.code: rule for rule in all_rules()}
 
-TEXT_FINDING = re.compile(r"^(?P<path>\S+):(?P<line>\d+):(?P<col>\d+): (?P<rule>ACL\d{3}) \[(?P<cat>[a-z-]+)\] (?P<msg>.+)$")
+TEXT_FINDING = re.compile(r"^(?P<path>\S+):(?P<line>\d+):(?P<col>\d+): (?P<rule>ACL\d{3}) (?P<severity>error|warning|info) \[(?P<cat>[a-z-]+)\] (?P<msg>.+)$")
 GITHUB_LINE = re.compile(
     r"^::(?P<kind>error|warning|notice) file=(?P<file>[^,]+),line=(?P<line>\d+),col=(?P<col>\d+),"
     r"endLine=(?P<end_line>\d+),endColumn=(?P<end_col>\d+),title=(?P<rule>ACL\d{3}) \((?P<name>[a-z0-9-]+)\)::(?P<msg>.+)$"
@@ -333,9 +334,10 @@ def test_text_format_lines_and_summary(project):
     findings = [TEXT_FINDING.match(line) for line in lines]
     findings = [m for m in findings if m]
     assert len(findings) == len(report["findings"])
-    got = sorted((m["path"], int(m["line"]), int(m["col"]), m["rule"], m["cat"]) for m in findings)
-    assert got == sorted((f["path"], f["line"], f["column"], f["rule"], f["category"]) for f in report["findings"])
-    assert "train.py:3:5: ACL202 [determinism] " in result.stdout
+    got = sorted((m["path"], int(m["line"]), int(m["col"]), m["rule"], m["severity"], m["cat"]) for m in findings)
+    assert got == sorted((f["path"], f["line"], f["column"], f["rule"], f["severity"], f["category"])
+                         for f in report["findings"])
+    assert "train.py:3:5: ACL202 warning [determinism] " in result.stdout
     # the fix of each finding is on the following, indented line
     fix_lines = [line for line in lines if line.startswith("    fix: ")]
     assert len(fix_lines) == sum(1 for f in report["findings"] if f["fix"])

@@ -65,7 +65,7 @@ def test_bad_input_exits_1_and_the_other_files_are_still_scanned(project, name):
 def test_each_format_shows_the_error_and_its_code(project):
     (project / "bad.py").write_text(SYNTAX_ERROR_SOURCE, encoding="utf-8")
     text = invoke("scan", ".", "--no-color")
-    assert "bad.py: E999 [syntax-error] syntax error at line 3" in text.stdout
+    assert "bad.py: E999 error [syntax-error] syntax error at line 3" in text.stdout
     github = invoke("scan", ".", "--format", "github")
     assert "::error file=bad.py,title=acclint E999 (syntax-error)::syntax error at line 3" in github.stdout
     sarif = json.loads(invoke("scan", ".", "--format", "sarif").stdout)
@@ -82,7 +82,8 @@ def test_usage_errors_stay_2_with_exit_zero(project):
 def test_exit_zero_with_findings(project):
     (project / "train.py").write_text(
         "import torch\nif __name__ == '__main__':\n    torch.backends.cudnn.benchmark = True\n"
-        "    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n", encoding="utf-8")
+        "    model = torch.nn.Linear(2, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    model(torch.ones(2)).sum().backward()\n    optimizer.step()\n", encoding="utf-8")
     assert invoke("scan", "train.py", "--select", "ACL202").exit_code == 1
     result = invoke("scan", "train.py", "--select", "ACL202", "--exit-zero")
     assert result.exit_code == 0 and "ACL202" in result.stdout  # still reported

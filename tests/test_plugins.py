@@ -75,7 +75,7 @@ def test_plugin_rule_reports_like_a_builtin(in_project):
     assert code == 1
     assert plugin_lines(report) == [("train.py", 2, "ACL899", "debug-tooling")]
     text = CliRunner().invoke(main, ["scan", "train.py", "--no-cache"])
-    assert "train.py:2:1: ACL899 [debug-tooling] print() call" in text.output
+    assert "train.py:2:1: ACL899 warning [debug-tooling] print() call" in text.output
 
 
 def test_plugin_rule_selected_and_ignored_by_code(in_project):
@@ -112,7 +112,7 @@ def test_plugin_named_by_path_and_package_with_relative_import(tmp_path, monkeyp
     project(tmp_path, plugins='["lint/acc"]')
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["scan", "train.py", "--no-cache"])
-    assert "ACL899 [debug-tooling] print() from a package plugin" in result.output
+    assert "ACL899 warning [debug-tooling] print() from a package plugin" in result.output
     (tmp_path / "pyproject.toml").write_text('[tool.acclint]\nplugins = ["lint.acc"]\n')
     assert "print() from a package plugin" in CliRunner().invoke(main, ["scan", "train.py", "--no-cache"]).output
 
@@ -220,11 +220,11 @@ def test_show_settings_names_the_plugins(in_project):
     assert 'plugins = ["my_rules"]' in result.output and '"ACL899"' in result.output
 
 
-def test_the_readme_example_plugin_works(tmp_path, monkeypatch):
-    """The plugin the README shows, copied from it, is a working plugin."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+def test_the_documented_example_plugin_works(tmp_path, monkeypatch):
+    """The plugin docs/plugins.md shows, copied from it, is a working plugin."""
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text("utf-8")
     block = next(b for b in readme.split("```python\n")[1:] if b.startswith("# my_rules.py")).split("```")[0]
     monkeypatch.chdir(project(tmp_path, plugin=block))
     result = CliRunner().invoke(main, ["scan", "train.py", "--no-cache", "--select", "ACL899"])
-    assert result.exit_code == 1 and "train.py:2:1: ACL899 [debug-tooling] print() call" in result.output
+    assert result.exit_code == 1 and "train.py:2:1: ACL899 warning [debug-tooling] print() call" in result.output
     assert CliRunner().invoke(main, ["test-rules"]).exit_code == 0

@@ -1,10 +1,15 @@
 """Every reference the project's pages, rules and tests make resolves inside the repository: local paths
 and Markdown links name files that exist (and headings that exist, for `page.md#anchor`), and nothing
-points at notes outside it (the knowledge notes, the design notes or the guides they were drawn from)."""
+points at notes outside it (the knowledge notes, the design notes or the guides they were drawn from).
+The documentation site builds strictly: a broken link or anchor, or a page missing from the nav, fails."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +34,7 @@ MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 def project_files() -> list:
-    files = [REPO / "README.md", REPO / "CONTRIBUTING.md"]
+    files = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "benchmarks" / "README.md"]
     for root in ("src", "docs", "tests", "tools"):
         files += [p for p in sorted((REPO / root).rglob("*")) if p.suffix in TEXT_SUFFIXES and p.is_file()
                   and "__pycache__" not in p.parts and p.resolve() != THIS]
@@ -132,3 +137,39 @@ def test_the_checker_sees_what_it_must():
     assert list(references(REPO / "x.md", "```python\nCOMMANDS[name](sys.argv[2:])\n```\n")) == []
     assert [r[1] for r in references(REPO / "x.md", "see [a](missing.md)\n")] == ["missing.md"]
     assert slug("The GLM4 contiguity case") == "the-glm4-contiguity-case" and slug("`npu_gelu`") == "npu_gelu"
+
+
+def build_site(config: Path, site: Path) -> subprocess.CompletedProcess:
+    """`mkdocs build --strict` of `config` into `site`: warnings (a broken link or anchor, a page the nav
+    leaves out, a missing include) fail the build."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
+                           "--site-dir", str(site)], cwd=config.parent, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_documentation_site_builds_strictly(tmp_path):
+    built = build_site(REPO / "mkdocs.yml", tmp_path / "site")
+    assert built.returncode == 0, built.stdout + built.stderr
+    pages = [p.relative_to(REPO / "docs").with_suffix("") for p in (REPO / "docs").rglob("*.md")]
+    assert Path("rules/ACL101") in pages and Path("index") in pages
+    for page in pages:  # every page of docs/ is in the site: index.md and README.md are their folder's index
+        folder = page.parent if page.name in ("index", "README") else page
+        assert (tmp_path / "site" / folder / "index.html").is_file(), page
+    performance = (tmp_path / "site" / "performance" / "index.html").read_text("utf-8")
+    assert "bench_scan.py" in performance  # benchmarks/README.md, included
+
+
+def test_the_site_build_fails_on_a_broken_link_and_a_page_left_out_of_the_nav(tmp_path):
+    """The strict build sees what it must: a copy of the site with one broken link, one broken anchor and
+    one page the nav does not list fails, naming each."""
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    shutil.copytree(REPO / "benchmarks", tmp_path / "benchmarks", ignore=shutil.ignore_patterns("*.py", "judged"))
+    with (tmp_path / "docs" / "cache.md").open("a", encoding="utf-8") as page:
+        page.write("\nSee [nowhere](no-such-page.md) and [the scan](scanning.md#no-such-heading).\n")
+    (tmp_path / "docs" / "orphan.md").write_text("# Orphan\n", encoding="utf-8")
+    built = build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
+    output = built.stdout + built.stderr
+    assert built.returncode != 0, output
+    assert "no-such-page.md" in output and "no-such-heading" in output and "orphan.md" in output

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
 RULE_NAMES = {rule.code: rule.name for rule in all_rules()}
 
 # ACL202 on line 3, ACL102 (safe fix) and the unseeded-generator findings on the __main__ guard.
@@ -166,7 +168,7 @@ def test_statistics_count_the_findings_per_rule(project):
     assert {code: count for code, (count, _) in parsed.items()} == expected
     assert parsed["ACL102"][1] == "[*] pythonhashseed-unset"
     assert parsed["ACL202"][1] == "[ ] cudnn-benchmark"
-    assert "ACL202 [determinism]" not in text.stdout  # the counts replace the findings
+    assert "ACL202 warning [determinism]" not in text.stdout  # the counts replace the findings
 
 
 def test_statistics_of_a_clean_scan_and_unsupported_formats(project):
@@ -324,6 +326,24 @@ def test_colour_environment_variables(project, env, args, coloured):
     proc = run_acclint("scan", "train.py", "--select", "ACL202", *args, cwd=project, env_extra=env)
     assert proc.returncode == 1, proc.stderr
     assert ("\x1b[" in proc.stdout) is coloured
+
+
+def test_without_colour_every_line_names_its_severity():
+    """With NO_COLOR (as in a CI log) the bundled examples' report tells info from warnings on every finding
+    line, in words, and lists the info findings after the warnings under their own heading."""
+    from acclint.reports.text import INFO_HEADING
+
+    proc = run_acclint("scan", REPO / "examples", "--no-cache", cwd=REPO, env_extra={"NO_COLOR": "1"})
+    assert proc.returncode == 1 and "\x1b[" not in proc.stdout, proc.stderr
+    lines = proc.stdout.splitlines()
+    firsts = [line for line in lines if re.match(r"\S+:\d+:\d+: ", line)]  # each finding's first line
+    severities = [re.match(r"\S+:\d+:\d+: ACL\d{3} (error|warning|info) \[", line).group(1) for line in firsts]
+    assert "warning" in severities and "info" in severities
+    assert severities == sorted(severities, key=lambda word: word == "info")  # every warning before any info
+    heading = lines.index(INFO_HEADING)
+    after = [line for line in lines[heading + 1:] if re.match(r"\S+:\d+:\d+: ", line)]
+    assert after and all(" info [" in line for line in after)  # under the heading, info only
+    assert re.fullmatch(r"Found \d+ findings \(\d+ warnings, \d+ info\) in \d+ files\.", lines[-1])
 
 
 def test_force_color_leaves_a_report_file_plain(project):

@@ -262,7 +262,7 @@ def main(argv=None) -> int:
              lines end with `# expect: {code}`, a valid example; implement {"written()" if args.kind == "explicit"
                                                                              else "check()"}.
           2. PYTHONPATH=src python -m pytest tests/rules/test_rule_examples.py -k {code} -q
-          3. PYTHONPATH=src python tools/gen_docs.py   # docs/rules/{code}.md and the README's rule table
+          3. PYTHONPATH=src python tools/gen_docs.py   # docs/rules/{code}.md, the rule tables and the site's nav
           4. Measure it: PYTHONPATH=src python benchmarks/precision/measure.py --root CORPUS --split tuning
              --unjudged todo.csv, judge each {code} warning into judged/<repo>.csv; it stays
              maturity = "preview" until then.""").rstrip())

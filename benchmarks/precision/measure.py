@@ -236,5 +236,16 @@ def main(argv=None) -> int:
     return 0
 
 
+def print_cause_recall() -> None:
+    """Default-run recall on the cause set (benchmarks/causes/), printed beside precision: a maturity
+    change that raises precision by hiding a rule shows here as causes the default run no longer finds."""
+    sys.path.insert(0, str(HERE.parent / "causes"))
+    import recall
+
+    recall.print_table(recall.measure())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    print_cause_recall()
+    sys.exit(status)

@@ -12,7 +12,8 @@ import click
 
 from acclint import __version__
 from acclint.linter.maturity import is_preview
-from acclint.config import Config, ConfigError, fails, find_pyproject, load_config, rule_enabled, validate_selectors
+from acclint.config import (Config, ConfigError, fails, find_pyproject, load_config, rule_enabled, validate_selectors,
+                            waiting_for_preview)
 from acclint.progress import for_scan
 
 SCAN_FORMATS = ("text", "json", "github", "sarif", "html")
@@ -26,6 +27,16 @@ def _all_rules() -> list:
     from acclint.rules import all_rules
 
     return all_rules()
+
+
+def _active(config: Config, rules) -> list:
+    """The rules a scan under `config` runs."""
+    return [rule for rule in rules if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
+
+
+def _preview_codes(config: Config, rules) -> frozenset:
+    """The rules off only because they are preview (`--preview` would run them), for the report's wording."""
+    return frozenset(rule.code for rule in rules if waiting_for_preview(config, rule, is_preview(rule)))
 
 
 def _with_plugins(rules: list, config) -> list:
@@ -166,7 +177,7 @@ def scan(paths, **options) -> None:
                           max_file_size=o.max_file_size,
                           fix=False if from_stdin else o.apply_fix)
     rules = _with_plugins(rules, config)
-    active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
+    active = _active(config, rules)
     cache_root = None if o.no_cache else _cache_root(o.cache_dir, config.source)
     to_terminal_stream = o.output is None and o.fmt == "text"
     use_color = color_enabled(o.color, to_terminal_stream=to_terminal_stream, isatty=sys.stdout.isatty)
@@ -203,7 +214,8 @@ def scan(paths, **options) -> None:
         report = render_statistics(result, rules, o.fmt)
     else:
         report = render(result, o.fmt, rules, color=use_color, show_fix=not o.hide_fix, base_dir=str(Path.cwd()),
-                        active_codes=frozenset(rule.code for rule in active), paths=tuple(map(str, paths)))
+                        active_codes=frozenset(rule.code for rule in active), paths=tuple(map(str, paths)),
+                        preview_codes=_preview_codes(config, rules))
     _emit(report, o.output, color=use_color)
     notes.flush()
     failed = any(fails(config, finding.severity) for finding in result.findings)
@@ -522,10 +534,11 @@ def report_command(paths, output, diff_sides, fingerprints, select, ignore, excl
         runtime = runtime_view(*load_comparison(*fingerprints)) if fingerprints else None
     except ReportInputError as exc:
         fail(str(exc))
-    active = [rule for rule in rules if rule_enabled(config, rule.code, rule.category, is_preview(rule))]
+    active = _active(config, rules)
     result = _run_scan(paths, active, config, jobs)
     try:
-        page = html_report(result, rules, active_codes=frozenset(rule.code for rule in active), base_dir=Path.cwd(),
+        page = html_report(result, rules, active_codes=frozenset(rule.code for rule in active),
+                           preview_codes=_preview_codes(config, rules), base_dir=Path.cwd(),
                            paths=[str(p) for p in paths], diff=diff, runtime=runtime)
         output.write_text(page, encoding="utf-8")
     except OSError as exc:

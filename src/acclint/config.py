@@ -210,6 +210,13 @@ def rule_enabled(config: Config, code: str, category: str, preview: bool = False
     return not matches(config.ignore, code, category)
 
 
+def waiting_for_preview(config: Config, rule, preview: bool) -> bool:
+    """Whether `rule` (a preview rule when `preview`) is off only because it is preview: selected and not
+    ignored, so `--preview` would run it. The report says so instead of "turned off"."""
+    return preview and not rule_enabled(config, rule.code, rule.category, True) and \
+        rule_enabled(config, rule.code, rule.category, False)
+
+
 def apply_to_finding(config: Config, finding: Finding) -> Optional[Finding]:
     """Per-file ignores and severity overrides; None when the finding is ignored for its file."""
     path = _config_relative(config, finding.path)

@@ -1,4 +1,4 @@
-"""The exit code of a scan, as CI reads it (README.md, "Exit code"): 0 clean, 1 findings or files that could not be
+"""The exit code of a scan, as CI reads it (docs/output.md#exit-codes): 0 clean, 1 findings or files that could not be
 read or parsed, 2 usage or internal error. A typo in a CI job's path must not turn the check green."""
 
 from __future__ import annotations

@@ -36,6 +36,32 @@ class Location:
     end_column: int
 
 
+# What a finding's claim rests on (docs/premises.md), in the order a reader checks them.
+PREMISES = (
+    "trains",  # a training program runs this
+    "executes",  # this line runs in that training, not only under a branch its configuration turns off
+    "value",  # the value is what the message says (resolved, and where from)
+    "framework",  # the framework's semantics apply (the value's and the program's framework)
+    "material",  # it changes the numbers
+)
+
+
+@dataclass(frozen=True)
+class Premise:
+    """One premise of a finding, proven or not, with the evidence either way."""
+
+    premise: str
+    proven: bool
+    evidence: str
+
+    def to_dict(self) -> dict:
+        return {"premise": self.premise, "proven": self.proven, "evidence": self.evidence}
+
+
+def unproven(premises) -> list:
+    return [p for p in premises if not p.proven]
+
+
 @dataclass(frozen=True)
 class Finding:
     rule: str
@@ -50,12 +76,35 @@ class Finding:
     fix: Optional[str] = None
     # A mechanical fix (linter.edits.Fix) the rule offers; not part of the report's shape.
     autofix: Any = field(default=None, compare=False, repr=False)
+    # The premises the claim rests on, proven or not (PREMISES order); the engine completes them.
+    premises: tuple = field(default=(), compare=False)
+    # The node of the file's facts the finding was reported at (None for launch scripts): how the
+    # engine finds the line in a program's flow. Not part of the report's shape.
+    node: Optional[int] = field(default=None, compare=False, repr=False)
+
+    @property
+    def proven(self) -> bool:
+        """Every premise proven. A finding with no premise stated proves nothing."""
+        return bool(self.premises) and all(p.proven for p in self.premises)
 
     def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "autofix"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_IN_REPORT}
+        out["proven"] = self.proven
+        out["premises"] = [p.to_dict() for p in self.premises]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Finding":
+        """The finding `to_dict` wrote (`proven` is derived from the premises)."""
+        kept = {key: value for key, value in data.items() if key in _FIELDS and key != "premises"}
+        return cls(**kept, premises=tuple(Premise(**p) for p in data.get("premises", ())))
 
     def sort_key(self):
         return (self.path, self.line, self.column, self.rule)
+
+
+_NOT_IN_REPORT = ("autofix", "premises", "node")
+_FIELDS = frozenset(f.name for f in fields(Finding))
 
 
 # Codes of per-file errors: ruff's numbers where ruff reports the same failure. Any of them

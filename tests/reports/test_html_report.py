@@ -101,6 +101,49 @@ def test_deselected_family_is_not_checked_and_says_why(scanned):
     assert row.status == NOT_CHECKED and "turned off" in row.reason
 
 
+def test_a_family_of_preview_rules_is_not_checked_because_it_is_preview(examples, tmp_path):
+    """Without `--preview` a family whose rules are all preview says so, not that the user turned it off;
+    the count agrees with its verb (one rule: "is ... run it"; several: "are ... run them")."""
+    from acclint.linter.maturity import is_preview
+
+    families = {}
+    for rule in RULES:
+        families.setdefault(rule.category, []).append(is_preview(rule))
+    preview_only = {family: len(flags) for family, flags in families.items() if all(flags)}
+    assert preview_only, "the bundled rules are expected to hold a family whose rules are all preview"
+    out = tmp_path / "report.html"
+    assert CliRunner().invoke(main, ["report", str(examples), "-o", str(out)]).exit_code == 0
+    page = out.read_text(encoding="utf-8")
+    assert "turned off" not in page  # nothing was deselected
+    for family, count in preview_only.items():
+        row = re.search(rf'<tr[^>]*data-item="{family}".*?</tr>', page, re.S).group(0)
+        expected = ("its rule is preview (<code>--preview</code> to run it)" if count == 1 else
+                    f"its {count} rules are preview (<code>--preview</code> to run them)")
+        assert f"<b>Not checked:</b> {expected}" in row, row
+    with_preview = tmp_path / "preview.html"
+    assert CliRunner().invoke(main, ["report", str(examples), "--preview", "-o", str(with_preview)]).exit_code == 0
+    assert "are preview" not in with_preview.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("preview, ignored, reason", [
+    (3, 0, "its 3 rules are preview (`--preview` to run them)"),
+    (1, 0, "its rule is preview (`--preview` to run it)"),
+    (0, 1, "its rule was turned off (`--select` / `--ignore` / config)"),
+    (0, 2, "its 2 rules were turned off (`--select` / `--ignore` / config)"),
+    (1, 2, "1 of its 3 rules is preview (`--preview` to run it) and 2 were turned off (`--select` / `--ignore` / config)"),
+    (2, 1, "2 of its 3 rules are preview (`--preview` to run them) and 1 was turned off (`--select` / `--ignore` / config)"),
+])
+def test_why_a_family_did_not_run_counts_right(scanned, preview, ignored, reason):
+    family = [rule for rule in RULES if rule.category == "seed"][:preview + ignored]
+    rules = family + [rule for rule in RULES if rule.category != "seed"]
+    scope = ScanScope(rules, frozenset(r.code for r in rules if r.category != "seed"),
+                      frozenset(r.code for r in family[:preview]))
+    result = replace(scanned, findings=[f for f in scanned.findings if f.category != "seed"], errors=[])
+    report = build_report(scan=report_dict(result), scope=scope, sources=SourceCache().lines,
+                          found=Found(result.programs, result.launch_scripts))
+    assert items(report)["seed"].reason == reason
+
+
 def test_info_findings_alone_leave_an_item_passing(scanned):
     infos = [f for f in scanned.findings if f.severity == "info"]
     assert infos, "the examples are expected to have an info finding"
@@ -112,7 +155,7 @@ def test_info_findings_alone_leave_an_item_passing(scanned):
 
 def test_a_finding_of_an_unknown_category_gets_its_own_row(scanned):
     finding = scanned.findings[0]
-    odd = type(finding)(**{**finding.to_dict(), "category": "new-family"})
+    odd = type(finding).from_dict({**finding.to_dict(), "category": "new-family"})
     report = model(replace(scanned, findings=[odd], errors=[]))
     assert items(report)["new-family"].status == FAIL
 

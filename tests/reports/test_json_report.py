@@ -3,12 +3,12 @@
 import json
 import re
 
-from acclint.findings import CATEGORIES, SEVERITIES, FileError, Finding, ScanResult, Skipped
+from acclint.findings import CATEGORIES, PREMISES, SEVERITIES, FileError, Finding, Premise, ScanResult, Skipped
 from acclint.reports.json_report import render_json
 
 CONTRACT_TOP = ["version", "files_scanned", "findings", "errors"]
 CONTRACT_FINDING = ["rule", "category", "severity", "path", "line", "column", "end_line",
-                    "end_column", "message", "fix"]
+                    "end_column", "message", "fix", "proven", "premises"]
 
 
 def sample() -> ScanResult:
@@ -16,7 +16,9 @@ def sample() -> ScanResult:
         12,
         [
             Finding("ACL202", "determinism", "error", "train.py", 41, 1, 41, 40,
-                    "cudnn.benchmark = True picks kernels by timing", None),
+                    "cudnn.benchmark = True picks kernels by timing", None,
+                    premises=(Premise("trains", True, "`opt.step()` at train.py:50"),
+                              Premise("executes", False, "train.py:41 is not reached from train.py"))),
             Finding("ACL101", "seed", "warning", "train.py", 40, 5, 40, 30,
                     "np.random used before np.random.seed — «x»", "np.random.seed(0)"),
             Finding("ACL301", "fused-op", "info", "a/model.py", 7, 9, 9, 2, "fused", None),
@@ -47,6 +49,18 @@ def test_findings_have_exactly_the_contract_keys_and_types():
             assert isinstance(item[key], int) and item[key] >= 1
         assert isinstance(item["message"], str)
         assert item["fix"] is None or isinstance(item["fix"], str)
+        assert isinstance(item["proven"], bool)
+        for premise in item["premises"]:
+            assert list(premise) == ["premise", "proven", "evidence"]
+            assert premise["premise"] in PREMISES and isinstance(premise["evidence"], str)
+
+
+def test_a_finding_is_proven_only_when_every_premise_is():
+    data = json.loads(render_json(sample()))
+    benchmark = data["findings"][2]
+    assert benchmark["rule"] == "ACL202" and benchmark["proven"] is False
+    assert [p["proven"] for p in benchmark["premises"]] == [True, False]
+    assert data["findings"][0]["premises"] == [] and data["findings"][0]["proven"] is False
 
 
 def test_values_round_trip_and_findings_are_sorted():

@@ -1,12 +1,13 @@
-"""The human report: compiler-style lines, fixes, errors, skipped files and the summary."""
+"""The human report: compiler-style lines with their severity in words, fixes, errors, skipped files,
+info findings under their own heading, and the summary."""
 
 import re
 
 from acclint.findings import FileError, Finding, ScanResult, Skipped
-from acclint.reports.text import render_text, summary_line
+from acclint.reports.text import INFO_HEADING, render_text, summary_line
 
 FINDING_LINE = re.compile(
-    r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<code>ACL\d{3}) "
+    r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<code>ACL\d{3}) (?P<severity>error|warning|info) "
     r"\[(?P<category>[a-z-]+)\] (?P<message>.+)$"
 )
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -24,7 +25,7 @@ def test_each_finding_is_one_compiler_style_line():
     matches = [FINDING_LINE.match(line) for line in lines[:2]]
     assert all(matches), lines
     first = matches[1].groupdict()
-    assert first == {"path": "pkg/train.py", "line": "40", "col": "5", "code": "ACL101",
+    assert first == {"path": "pkg/train.py", "line": "40", "col": "5", "code": "ACL101", "severity": "warning",
                      "category": "fused-op", "message": "m1"}
 
 
@@ -64,8 +65,8 @@ def test_errors_and_skipped_files_are_listed():
         skipped=[Skipped("data.bin", "binary file")],
     )
     lines = render_text(result).splitlines()
-    assert lines[:3] == ["b.py: E902 [io-error] not UTF-8",
-                         "z.py: E999 [syntax-error] syntax error at line 3: invalid syntax",
+    assert lines[:3] == ["b.py: E902 error [io-error] not UTF-8",
+                         "z.py: E999 error [syntax-error] syntax error at line 3: invalid syntax",
                          "data.bin: skipped: binary file"]
     assert lines[3] == ""  # a blank line before the summary
     assert lines[4] == summary_line(result)
@@ -110,3 +111,34 @@ def test_color_only_when_asked_and_nothing_else_changes():
     assert "\x1b" not in plain
     assert "\x1b[31m" in colored and "\x1b[33m" in colored  # error red, warning yellow
     assert ANSI.sub("", colored) == plain
+
+
+def test_severity_is_a_word_on_every_line_and_info_comes_last_under_its_heading():
+    """Without colour (NO_COLOR, CI logs) a reader tells advice from problems on every line: the severity
+    is written after the code, and info findings follow everything else under their own heading."""
+    result = ScanResult(3, [finding("a.py", 1, severity="info", rule="ACL102", fix="export PYTHONHASHSEED=0"),
+                            finding("a.py", 2, severity="warning", rule="ACL201"),
+                            finding("b.py", 5, severity="error", rule="ACL104"),
+                            finding("c.py", 1, severity="info", rule="ACL607")],
+                        [FileError("d.py", "syntax error", "E999")])
+    lines = render_text(result).splitlines()
+    severities = [(m.group("code"), m.group("severity")) for m in map(FINDING_LINE.match, lines) if m]
+    assert severities == [("ACL201", "warning"), ("ACL104", "error"), ("ACL102", "info"), ("ACL607", "info")]
+    heading = lines.index(INFO_HEADING)
+    assert lines[heading - 1] == ""  # set apart from the problems above it
+    assert lines.index("d.py: E999 error [syntax-error] syntax error") < heading  # a file not read is a problem
+    assert all(FINDING_LINE.match(line).group("severity") == "info"
+               for line in lines[heading + 1:] if FINDING_LINE.match(line))
+    assert lines[heading + 2] == "    fix: export PYTHONHASHSEED=0"  # the fix stays under its info finding
+    assert lines[-1] == "Found 4 findings (1 error, 1 warning, 2 info) in 3 files; 1 file could not be read."
+
+
+def test_only_info_findings_start_with_their_heading():
+    lines = render_text(ScanResult(1, [finding(severity="info")])).splitlines()
+    assert lines[0] == INFO_HEADING and FINDING_LINE.match(lines[1]).group("severity") == "info"
+    assert INFO_HEADING not in render_text(ScanResult(1, [finding()]))  # no heading without info
+
+
+def test_colour_marks_the_severity_word_too():
+    colored = render_text(ScanResult(1, [finding(severity="info")]), color=True)
+    assert "\x1b[36mACL101 info\x1b[0m" in colored

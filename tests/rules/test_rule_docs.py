@@ -1,4 +1,4 @@
-"""docs/rules/*.md are generated from the rules; they must not go stale."""
+"""docs/rules/*.md, the rule tables and the site's rule nav are generated from the rules; they must not go stale."""
 
 from pathlib import Path
 
@@ -17,17 +17,38 @@ def test_rule_pages_are_current():
             "from acclint.reports import write_rule_pages; write_rule_pages(all_rules(), 'docs/rules')\"")
 
 
-def test_readme_rule_table_is_current():
+def _gen_docs():
     import importlib.util
-
-    from acclint.reports import render_rule_list
 
     spec = importlib.util.spec_from_file_location("gen_docs", DOCS.parents[1] / "tools" / "gen_docs.py")
     gen_docs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen_docs)
-    readme = gen_docs.README.read_text("utf-8")
-    assert gen_docs.readme_with_table(readme, render_rule_list(all_rules(), fmt="markdown")) == readme, (
-        "README.md's rule table is stale; regenerate: PYTHONPATH=src python tools/gen_docs.py")
+    return gen_docs
+
+
+def test_rule_tables_and_the_site_nav_are_current():
+    """The README and docs/rules.md show the generated rule table; the site's nav lists every rule page."""
+    from acclint.reports import render_rule_list
+
+    gen_docs = _gen_docs()
+    table = render_rule_list(all_rules(), fmt="markdown")
+    for page in gen_docs.TABLE_PAGES:
+        text = page.read_text("utf-8")
+        assert gen_docs.readme_with_table(text, table) == text, (
+            f"{page.name}'s rule table is stale; regenerate: PYTHONPATH=src python tools/gen_docs.py")
+    config = gen_docs.SITE_CONFIG.read_text("utf-8")
+    assert gen_docs.nav_with_rule_pages(config, [rule.code for rule in all_rules()]) == config, (
+        "mkdocs.yml's rule pages are stale; regenerate: PYTHONPATH=src python tools/gen_docs.py")
+
+
+def test_the_generator_replaces_only_what_lies_between_its_markers():
+    gen_docs = _gen_docs()
+    page = f"intro\n{gen_docs.START}\nold table\n{gen_docs.END}\noutro\n"
+    assert gen_docs.readme_with_table(page, "new") == f"intro\n{gen_docs.START}\nnew\n{gen_docs.END}\noutro\n"
+    nav = f"nav:\n  - Rules:\n      {gen_docs.NAV_START}\n      - rules/OLD.md\n      {gen_docs.NAV_END}\n  - End: e.md\n"
+    assert gen_docs.nav_with_rule_pages(nav, ["ACL2", "ACL1"]) == (
+        f"nav:\n  - Rules:\n      {gen_docs.NAV_START}\n      - rules/ACL1.md\n      - rules/ACL2.md\n"
+        f"      {gen_docs.NAV_END}\n  - End: e.md\n")
 
 
 def test_readme_example_output_is_what_the_bundled_examples_give(tmp_path):

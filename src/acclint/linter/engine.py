@@ -16,6 +16,7 @@ from acclint.linter.discovery import discover
 from acclint.linter.facts import FileFacts
 from acclint.linter.gitignore import GitIgnore
 from acclint.linter.project import Project
+from acclint.linter.proof import Prover
 from acclint.linter.stdin import StdinFile
 from acclint.linter.suppress import is_suppressed
 from acclint.linter.workers import analyse_files, default_jobs, display_path
@@ -82,8 +83,26 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     programs = check_programs(project, rules, sink, progress, shell_facts)
     result.programs = sorted({program.entry.path for program, _ in programs})
     result.launch_scripts = sorted(shell.path for shell in shell_facts if shell.script.launches)
-    result.findings = _filter(sink, config, given={display for _, display in jobs_list})
+    given = {display for _, display in jobs_list}
+    prove(sink, Prover(project, programs, {rule.code: rule for rule in rules}), given)
+    result.findings = [stand_on_premises(f, config.preview) for f in _filter(sink, config, given)]
     return result
+
+
+def prove(sink: Sink, prover: Prover, given: set) -> None:
+    """Fill the premises the rules left to the shared facts (linter.proof), for reported files only."""
+    sink.findings = [(prover.complete(finding, program) if finding.path in given else finding, table, program)
+                     for finding, table, program in sink.findings]
+
+
+def stand_on_premises(finding, preview: bool):
+    """A finding not proven names what could not be proven. In a default run a warning or error
+    stands only on proven premises, the rest is advice (info); `--preview` keeps the rule's severity."""
+    if finding.proven or not finding.premises:
+        return finding
+    missing = "; ".join(f"{p.premise}: {p.evidence}" for p in finding.premises if not p.proven)
+    severity = finding.severity if preview else "info"
+    return replace(finding, severity=severity, message=f"{finding.message.rstrip()} Not proven: {missing}.")
 
 
 def check_programs(project: Project, rules: list, sink: Sink, progress=None, given_shells=()) -> list:
@@ -141,6 +160,8 @@ def _filter(sink: Sink, config: Config, given: set) -> list:
                 per_file.append(finding)
             continue
         place = places.setdefault((finding.rule, finding.path, finding.line), (finding, {}))
+        if finding.proven and not place[0].proven:  # the program that proves it speaks for the place
+            place = places[(finding.rule, finding.path, finding.line)] = (finding, place[1])
         place[1][program] = None
     explicit = {(f.rule, f.path, f.line): index for index, f in enumerate(per_file)}
     out = per_file
@@ -151,6 +172,8 @@ def _filter(sink: Sink, config: Config, given: set) -> list:
             # (a saturation-mode write is an error where the program also needs INF/NaN mode).
             if _SEVERITY_RANK.get(finding.severity, 0) > _SEVERITY_RANK.get(per_file[index].severity, 0):
                 per_file[index] = finding
+            elif finding.proven and not per_file[index].proven and finding.severity == per_file[index].severity:
+                per_file[index] = finding  # the same claim, proven by the program that runs it
             continue
         if len(programs) > 1:
             example = next(iter(programs))

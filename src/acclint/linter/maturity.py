@@ -6,6 +6,11 @@ written by benchmarks/precision/measure.py. A warning or error rule with at leas
 `MIN_JUDGED` judged findings is preview while under `STABLE_PRECISION` and stable once at or
 above it, whatever it declared. Fewer judged findings leave the declaration as it is (a precision
 measured on three warnings says little), unless none of at least `MIN_JUDGED_NONE_RIGHT` was right.
+
+Maturity is decided per rule and proof: a finding is proven when every premise it rests on is
+(findings.Premise). Where the corpus measured a rule's proven findings on their own (the table's
+`[CODE.proven]`), those figures decide, whatever its unproven findings measure: the rule runs by
+default and its unproven findings are advice (info, linter.engine.stand_on_premises).
 """
 
 from __future__ import annotations
@@ -35,42 +40,75 @@ JUDGED_SEVERITIES = ("error", "warning")
 
 @dataclass(frozen=True)
 class Precision:
-    """One rule's verdicts on the judged corpus."""
+    """One rule's verdicts on the judged corpus (weighted back where a stratum was sampled, so the
+    counts may be fractional). `immaterial`: right but it does not change the numbers there;
+    counted in `right`, not in the strict figure."""
 
-    judged: int
-    right: int
-    wrong: int
-    debatable: int
+    judged: float
+    right: float
+    wrong: float
+    debatable: float
+    immaterial: float = 0
 
     @property
     def ratio(self) -> float:
         return self.right / self.judged if self.judged else 0.0
 
     def describe(self) -> str:
-        return f"{100 * self.ratio:.0f}% of {self.judged} judged"
+        return f"{100 * self.ratio:.0f}% of {self.judged:.0f} judged"
+
+
+_COUNTS = ("judged", "right", "wrong", "debatable", "immaterial")
+
+
+def _precision(row: dict) -> Precision:
+    return Precision(**{k: row[k] for k in _COUNTS if k in row})
 
 
 @lru_cache(maxsize=1)
 def precision_table() -> dict[str, Precision]:
+    return {code: _precision(row) for code, row in _rows().items()}
+
+
+@lru_cache(maxsize=1)
+def proven_table() -> dict[str, Precision]:
+    """The figures of each rule's proven findings, where the corpus measured them apart."""
+    return {code: _precision(row["proven"]) for code, row in _rows().items() if isinstance(row.get("proven"), dict)}
+
+
+@lru_cache(maxsize=1)
+def _rows() -> dict:
     text = resources.files("acclint.knowledge").joinpath("rule_precision.toml").read_text("utf-8")
-    data = tomllib.loads(text)
-    return {code: Precision(**{k: row[k] for k in ("judged", "right", "wrong", "debatable")})
-            for code, row in data.items() if isinstance(row, dict)}
+    return {code: row for code, row in tomllib.loads(text).items() if isinstance(row, dict)}
 
 
 def measured(code: str) -> Optional[Precision]:
     return precision_table().get(code)
 
 
-def maturity(rule, table: Optional[dict] = None) -> str:
-    """The maturity the rule runs with: its declaration, overruled by enough measured verdicts.
-    `table`: code -> Precision; the packaged measurements when None."""
+def measured_proven(code: str) -> Optional[Precision]:
+    return proven_table().get(code)
+
+
+def maturity(rule, table: Optional[dict] = None, proven: Optional[dict] = None) -> str:
+    """The maturity the rule's proven findings run with: its declaration, overruled by enough
+    measured verdicts, those of its proven findings first. `table` / `proven`: code -> Precision;
+    the packaged measurements when None."""
     declared = getattr(rule, "maturity", STABLE)
+    if rule.severity not in JUDGED_SEVERITIES:
+        return declared
+    proven_figures = (proven_table() if proven is None and table is None else proven or {}).get(rule.code)
+    if proven_figures is not None and proven_figures.judged >= MIN_JUDGED:
+        return _decided(proven_figures)
     figures = (precision_table() if table is None else table).get(rule.code)
-    if rule.severity not in JUDGED_SEVERITIES or figures is None:
+    if figures is None:
         return declared
     if figures.judged < MIN_JUDGED:
         return PREVIEW if figures.judged >= MIN_JUDGED_NONE_RIGHT and not figures.right else declared
+    return _decided(figures)
+
+
+def _decided(figures: Precision) -> str:
     return STABLE if figures.ratio >= STABLE_PRECISION else PREVIEW
 
 

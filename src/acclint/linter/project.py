@@ -496,7 +496,7 @@ class Project:
             program = Program(entry, flow, files, [], functions)
             known = self._trains_cache[entry.abspath] = trains(
                 (step.fact for step in flow if _own_step(step)), lambda call: self._builds_model(program, call),
-                lambda call: self._runs_loop(program, call))
+                lambda call: self.runs_loop(program, call))
         return known
 
     def _flow(self, entry: FileFacts) -> tuple:
@@ -513,7 +513,7 @@ class Project:
             return True
         return bool(self._local_class_bases(program, call) & frozenset(_training_table()["models"]["bases"]))
 
-    def _runs_loop(self, program: Program, call: Call) -> bool:
+    def runs_loop(self, program: Program, call: Call) -> bool:
         """`MyTrainStep(net, opt)` where `MyTrainStep` subclasses a one-step training cell, called by hand."""
         if not call.method[:1].isupper():
             return False  # constructing a class, by convention
@@ -612,6 +612,7 @@ class _FlowBuilder:
                 continue
             target = self.project.local_target(file, fact.callee, scope, types)
             if target is None:
+                self._follow_apply(file, fact, scope, types, depth)
                 continue
             target_file, definition = target
             if isinstance(definition, ClassDef):
@@ -620,8 +621,29 @@ class _FlowBuilder:
                 init = self.project._method(target_file, definition.qualname, "__init__")
                 if init is not None:
                     self._enter(init[0], init[1], depth + 1)
+                self._enter_methods(target_file, definition, _training_table()["models"]["called_methods"], depth)
             else:
                 self._enter(target_file, definition, depth + 1)
+
+    def _enter_methods(self, file: FileFacts, cls: ClassDef, names, depth: int) -> None:
+        """Methods the framework calls on an object the program built (training.toml [models]): they
+        run when the program calls the object, which is up to it, so they order nothing (deferred)."""
+        self._deferred += 1
+        try:
+            for name in names:
+                found = self.project._method(file, cls.qualname, name)
+                if found is not None:
+                    self._enter(found[0], found[1], depth + 1)
+        finally:
+            self._deferred -= 1
+
+    def _follow_apply(self, file: FileFacts, call: Call, scope: str, types: dict, depth: int) -> None:
+        """`Fn.apply(x)` of a local autograd Function runs its forward (and backward)."""
+        if call.method != "apply" or "." not in call.callee:
+            return
+        target = self.project.local_target(file, call.callee.rsplit(".", 1)[0], scope, types)
+        if target is not None and isinstance(target[1], ClassDef):
+            self._enter_methods(target[0], target[1], _training_table()["models"]["applied_methods"], depth)
 
     def _follow_reference(self, file: FileFacts, reference: Reference, scope: str, types: dict, depth: int) -> None:
         """A function or class handed over as a value (a dispatch dict, `mp.spawn(main_worker)`,

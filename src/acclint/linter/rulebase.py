@@ -90,6 +90,9 @@ class Rule:
     invalid: ClassVar[tuple[Example, ...]] = ()
     # "stable" or "preview" (new rules): linter.maturity lets measured precision overrule it.
     maturity: ClassVar[str] = "stable"
+    # The premises its findings rest on (findings.PREMISES): those a finding does not prove itself are
+    # proven, or not, by the engine's shared facts once every program is known (linter.proof).
+    premises: ClassVar[tuple] = ("trains", "executes")
     # The tensor framework whose semantics the per-file checks assume ("torch"); None = any.
     # A file written against another framework only is not judged by them (linter.frameworks).
     tensor_framework: ClassVar[Optional[str]] = None

@@ -44,6 +44,7 @@ class RenderOptions:
     tool_version: str = __version__  # sarif
     information_uri: Optional[str] = None  # sarif
     active_codes: Optional[frozenset] = None  # html: the rules that ran (None: all given), for "not checked"
+    preview_codes: frozenset = frozenset()  # html: the rules off only because they are preview
     paths: Tuple[str, ...] = ()  # html: what was scanned, for the report's header
 
 
@@ -75,7 +76,8 @@ def _sarif(result: ScanResult, rules: Sequence[Rule], options: RenderOptions) ->
 def _html(result: ScanResult, rules: Sequence[Rule], options: RenderOptions) -> str:
     from acclint.reports.html import html_report  # jinja2 and the templates, only when asked for
 
-    return html_report(result, rules, active_codes=options.active_codes, base_dir=options.base_dir,
+    return html_report(result, rules, active_codes=options.active_codes, preview_codes=options.preview_codes,
+                       base_dir=options.base_dir,
                        paths=options.paths, command="scan")
 
 

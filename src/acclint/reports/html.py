@@ -48,6 +48,7 @@ def html_report(
     rules: Sequence[Rule],
     *,
     active_codes: Optional[frozenset] = None,
+    preview_codes: frozenset = frozenset(),
     base_dir: Union[str, Path, None] = None,
     paths: Sequence[str] = (),
     diff: Optional[dict] = None,
@@ -61,7 +62,7 @@ def html_report(
         inputs.append(("Fingerprints", f"{runtime['left']}  vs  {runtime['right']}"))
     report = build_report(
         scan=report_dict(result) if result is not None else None,
-        scope=ScanScope(list(rules), active_codes),
+        scope=ScanScope(list(rules), active_codes, preview_codes),
         sources=SourceCache(base_dir).lines,
         diff=diff,
         runtime=runtime,

@@ -88,6 +88,12 @@ class FindingView:
     message: Markup
     fix: Optional[Markup]
     snippet: Markup  # rendered lines, span marked; empty when the source cannot be read
+    # Why acclint thinks so: (premise, proven, evidence) for each premise the claim rests on.
+    premises: tuple = ()
+
+    @property
+    def proven(self) -> bool:
+        return bool(self.premises) and all(proven for _, proven, _ in self.premises)
 
     @property
     def title(self) -> str:
@@ -285,6 +291,7 @@ class ScanScope:
 
     installed: Sequence[Rule]
     active_codes: Optional[frozenset] = None  # None: every installed rule ran
+    preview_codes: frozenset = frozenset()  # rules that did not run only because they are preview
 
     def active(self, category: str) -> list[Rule]:
         return [r for r in self.installed if r.category == category
@@ -324,9 +331,31 @@ def _judge_category(item: ChecklistItem, scope: ScanScope, scan: Optional[dict],
         elif not installed:
             item.reason = "no rule of this family is installed in this acclint"
         else:
-            item.reason = f"its {plural(len(installed), 'rule')} were turned off (`--select` / `--ignore` / config)"
+            item.reason = _why_rules_did_not_run(installed, scope.preview_codes)
         return
     item.reason = "checked by " + " and ".join(checked_by) if checked_by else ""
+
+
+def _why_rules_did_not_run(installed: Sequence[Rule], preview_codes: frozenset) -> str:
+    """`its 3 rules are preview (`--preview` to run them)`, `its rule was turned off (...)`, or both, counted."""
+    preview = sum(1 for rule in installed if rule.code in preview_codes)
+    off = len(installed) - preview
+    waiting = f"`--preview` to run {'it' if preview == 1 else 'them'}"
+    turned_off = "`--select` / `--ignore` / config"
+    if not off:
+        return f"its {_rules(preview)} {_be(preview, 'is', 'are')} preview ({waiting})"
+    if not preview:
+        return f"its {_rules(off)} {_be(off, 'was', 'were')} turned off ({turned_off})"
+    return (f"{preview} of its {len(installed)} rules {_be(preview, 'is', 'are')} preview ({waiting}) and "
+            f"{off} {_be(off, 'was', 'were')} turned off ({turned_off})")
+
+
+def _rules(count: int) -> str:
+    return "rule" if count == 1 else f"{count} rules"
+
+
+def _be(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
 
 
 def _judge_runtime(item: ChecklistItem, runtime: Optional[dict], command: str) -> None:
@@ -439,6 +468,7 @@ def build_report(
             id=f"f{number}", rule=f["rule"], rule_name=rule.name if rule else None, has_page=rule is not None,
             category=f["category"], severity=f["severity"], path=f["path"], line=f["line"],
             column=f.get("column", 1), message=inline(f["message"]), fix=fix_text(f.get("fix")), snippet=snippet(sources(f["path"]), f),
+            premises=tuple((p["premise"], p["proven"], inline(p["evidence"])) for p in f.get("premises", ())),
         ))
     groups = [ItemFindings(item, rule_groups(views[item.key], item.title)) for item in categories]
 

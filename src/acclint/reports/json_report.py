@@ -23,6 +23,7 @@ FINDING_KEYS = (
     "end_column",
     "message",
     "fix",
+    "proven",
 )
 ERROR_KEYS = ("path", "message", "code")  # code: E902 io-error, E999 syntax-error, E000 internal
 SKIPPED_KEYS = ("path", "reason")
@@ -32,11 +33,15 @@ def _pick(record, keys: tuple[str, ...]) -> dict:
     return {key: getattr(record, key) for key in keys}
 
 
+def _finding(finding) -> dict:
+    return {**_pick(finding, FINDING_KEYS), "premises": [p.to_dict() for p in finding.premises]}
+
+
 def report_dict(result: ScanResult) -> dict:
     return {
         "version": CONTRACT_VERSION,
         "files_scanned": result.files_scanned,
-        "findings": [_pick(f, FINDING_KEYS) for f in sorted_findings(result.findings)],
+        "findings": [_finding(f) for f in sorted_findings(result.findings)],
         "errors": [_pick(e, ERROR_KEYS) for e in sorted_errors(result.errors)],
         # Not in the contract's required keys; consumers must tolerate extra keys.
         "skipped": [_pick(s, SKIPPED_KEYS) for s in sorted_skipped(result.skipped)],

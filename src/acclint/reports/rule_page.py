@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from acclint.findings import CATEGORIES
-from acclint.linter.maturity import MIN_JUDGED, maturity, measured
+from acclint.linter.maturity import MIN_JUDGED, maturity, measured, measured_proven
 from acclint.linter.rulebase import Example, Rule
 from acclint.reports.common import rule_title
 
@@ -50,7 +50,9 @@ def ordered_rules(rules: Iterable[Rule]) -> list[Rule]:
 def precision_text(rule: Rule) -> str:
     """The measured precision as a table cell: "96% of 48 judged", or "-" where nothing was judged."""
     figures = measured(rule.code)
-    return figures.describe() if figures else "-"
+    proven = measured_proven(rule.code)
+    text = figures.describe() if figures else "-"
+    return f"{text}; proven {proven.describe()}" if proven else text
 
 
 def _rule_row(rule: Rule) -> dict:
@@ -74,8 +76,12 @@ def _maturity_line(rule: Rule) -> str:
         evidence = "not measured on the judged corpus yet"
     else:
         evidence = (f"measured precision {figures.describe()} warnings on the judged corpus "
-                    f"({figures.right} right, {figures.wrong} wrong, {figures.debatable} debatable)")
-        if figures.judged < MIN_JUDGED:
+                    f"({figures.right:.0f} right, {figures.wrong:.0f} wrong, {figures.debatable:.0f} debatable)")
+        proven = measured_proven(rule.code)
+        if proven is not None:
+            evidence += (f"; its proven findings (every premise proven) {proven.describe()}, and they decide "
+                         "its maturity once 5 are judged; unproven findings are info in a default run")
+        elif figures.judged < MIN_JUDGED:
             evidence += f"; fewer than {MIN_JUDGED} judged, so the rule keeps its declared maturity"
     return f"{state.capitalize()}: {how}; {evidence}."
 

@@ -120,6 +120,8 @@ def sarif_log(
                     {"physicalLocation": {"artifactLocation": location, "region": region(finding)}}
                 ],
                 "partialFingerprints": {FINGERPRINT_KEY: fingerprint(finding, location["uri"])},
+                # The premises the claim rests on, proven or not, with the evidence (docs/premises.md).
+                "properties": {"proven": finding.proven, "premises": [p.to_dict() for p in finding.premises]},
             }
         )
 

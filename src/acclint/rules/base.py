@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Iterator, Optional
 
+from acclint.findings import Premise
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.edits import Fix, InsertStatement, SetArgument, unsafe_fix
 from acclint.linter.facts import FileFacts
@@ -82,16 +83,30 @@ class ProgramRule(Rule):
             ctx.report_shell(self, source.shell_span, message, fix=fix, severity=severity)
 
     def report_program(self, ctx: ProgramContext, message: str, fix: Optional[str],
-                       severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
+                       severity: Optional[str] = None, autofix: Optional[Fix] = None, premises: tuple = ()) -> None:
+        """A claim about the whole program, shown at its entry: it rests on the program, not on the
+        line it is shown at running."""
         program = ctx.program
-        ctx.report(self, program.entry, program.anchor(), message, fix=fix, severity=severity, autofix=autofix)
-
+        ctx.report(self, program.entry, program.anchor(), message, fix=fix, severity=severity, autofix=autofix,
+                   premises=premises, rests_on=program_premises(self))
 
     def report_absence(self, ctx: ProgramContext, facts: ProgramFacts, message: str, fix: Optional[str],
                        severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
         """`report_program` for a claim that the program never does something (see `absence`)."""
         message, severity = absence(facts, message, severity)
-        self.report_program(ctx, message, fix, severity, autofix)
+        self.report_program(ctx, message, fix, severity, autofix, premises=(absence_premise(ctx, facts),))
+
+
+def program_premises(rule) -> tuple:
+    """What a claim about a whole program rests on: the rule's premises but the line running."""
+    return tuple(name for name in rule.premises if name != "executes")
+
+
+def absence_premise(ctx: ProgramContext, facts: ProgramFacts) -> Premise:
+    """"The program never does X" is a value acclint can prove only over the calls it followed."""
+    if facts.open_calls:
+        return Premise("value", False, unfollowed(facts.open_calls))
+    return Premise("value", True, f"every call reached from {ctx.program.entry.path} was followed")
 
 
 def absence(facts: ProgramFacts, message: str, severity: Optional[str] = None) -> tuple:

@@ -11,7 +11,7 @@ from acclint.knowledge import table
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.base import ProgramRule, absence
+from acclint.rules.base import ProgramRule, absence, absence_premise
 from acclint.rules.flow import calls_named, calls_with_method
 from acclint.rules.program_facts import ProgramFacts
 
@@ -461,7 +461,8 @@ class TrainedWithoutSetTrain(ProgramRule):
                     "never calls set_train(): MindSpore Cells start in inference mode (Dropout off, BatchNorm "
                     "frozen), PyTorch modules in training mode.")
                 ctx.report(self, file, first.node, message, severity=severity,
-                           fix="net.set_train() before the training loop")
+                           fix="net.set_train() before the training loop",
+                           premises=(absence_premise(ctx, facts),))
                 return
 
 

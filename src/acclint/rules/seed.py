@@ -10,7 +10,7 @@ from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
 from acclint.linter.rulebase import Example, RuleDoc
-from acclint.rules.base import ProgramRule, absence, at_entry_start, where
+from acclint.rules.base import ProgramRule, absence, absence_premise, at_entry_start, program_premises, where
 from acclint.rules.data_loading import loader_draws
 from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts, first_model_label
@@ -804,8 +804,10 @@ class SeedHelperNeverCalled(ProgramRule):
                 message, severity = absence(
                     facts, f"`{function.qualname}` seeds {', '.join(unseeded)} but {ctx.program.entry.path} never "
                     "calls it, so those generators stay unseeded.")
+                # Shown at the helper's definition, which runs nowhere: the claim is about the program.
                 ctx.report(self, file, function.node, message, severity=severity,
-                           fix=f"call {function.qualname}(seed) at the start of the entry point")
+                           fix=f"call {function.qualname}(seed) at the start of the entry point",
+                           premises=(absence_premise(ctx, facts),), rests_on=program_premises(self))
 
 
 class SeedAfterModel(ProgramRule):

@@ -129,7 +129,9 @@
       var any = section.classList.contains("empty") ? !filtered : perSection[i] > 0;
       if (section.hidden === any) section.hidden = !any;
     });
-    shown.textContent = filtered ? "Showing " + visible + " of " + records.length + " findings" : "Showing all " + records.length + " findings";
+    var noun = records.length === 1 ? " finding" : " findings";
+    shown.textContent = filtered ? "Showing " + visible + " of " + records.length + noun
+      : records.length === 1 ? "Showing the only finding" : "Showing all " + records.length + noun;
     noneShown.hidden = visible !== 0 || records.length === 0;
     if (current >= 0 && records[current].el.hidden) select(-1, false);
     if (save !== false) writeHash();

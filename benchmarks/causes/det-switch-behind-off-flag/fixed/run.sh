@@ -1,0 +1,2 @@
+#!/bin/bash
+python train.py --lr 0.01 --deterministic

@@ -1,0 +1,36 @@
+import torch
+import torch_npu
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        seq = x.shape[1]
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        mask = torch.tril(torch.ones(seq, seq, device=x.device)).bool()
+        y = torch_npu.npu_fusion_attention(q, k, v, self.heads, "BSH", atten_mask=mask, scale=self.scale)[0]
+        return self.out(y)
+
+
+def main():
+    torch.manual_seed(0)
+    model = Block(dim=64, heads=4).npu()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(2, 16, 64).npu().half()
+    model.half()
+    for step in range(20):
+        loss = model(x).float().pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()

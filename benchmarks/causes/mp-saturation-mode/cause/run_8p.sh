@@ -1,0 +1,5 @@
+#!/bin/bash
+export HCCL_DETERMINISTIC=true
+export INF_NAN_MODE_ENABLE=0
+export INF_NAN_MODE_FORCE_DISABLE=1
+torchrun --nproc_per_node 8 train.py
