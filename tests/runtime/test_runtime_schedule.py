@@ -85,3 +85,26 @@ def test_transformers_warmup_with_two_peaks(torch, tmp_path):
     assert left.optimizer.extra["warmup-steps"] == 2 and left.optimizer.extra["lr-schedule"] == "LambdaLR"
     result = compare(left, right)
     assert [(m.kind, m.name) for m in result.causes] == [("optimizer-hparam", "peak-lr")]
+
+
+def test_mindspore_per_step_lr_list_with_two_peaks(ms):
+    """mindcv's way: a per-step lr list starting with a warmup; the peak is compared, not step 0's lr."""
+    import numpy as np
+
+    from acclint.runtime import capture
+
+    def run(schedule):
+        ms.set_seed(0)
+        net = ms.nn.SequentialCell([ms.nn.Dense(8, 4), ms.nn.ReLU(), ms.nn.Dense(4, 1)])
+        net.set_train()
+        optimizer = ms.nn.Adam(net.trainable_params(), learning_rate=schedule)
+        batch = (ms.Tensor(np.ones((2, 8), np.float32)), ms.Tensor(np.zeros((2, 1), np.float32)))
+        return capture(net, optimizer, lambda n, b: ms.ops.mse_loss(n(b[0]), b[1]), batch)
+
+    low, high = run([0.0, 0.005, 0.01, 0.008]), run([0.0, 0.05, 0.1, 0.08])
+    assert low.optimizer.extra == {"lr-schedule": "per-step list", "schedule-steps": 4, "warmup-steps": 2}
+    result = compare(low, high)
+    assert [(m.kind, m.name) for m in result.causes] == [("optimizer-hparam", "peak-lr")]
+    warm = run(ms.nn.WarmUpLR(0.01, 3))
+    assert warm.optimizer.extra == {"lr-schedule": "WarmUpLR", "warmup-steps": 3}
+    assert warm.optimizer.groups[0].hparams["peak-lr"] == 0.01

@@ -127,3 +127,34 @@ def _rises(multiplier: Callable[[int], float]) -> bool:
         return float(multiplier(0)) < float(multiplier(1))
     except Exception:
         return False
+
+
+# A MindSpore LearningRateSchedule cell's peak: its own attribute (WarmUpLR's learning_rate, the
+# decay schedules' max_lr / learning_rate).
+CELL_PEAK_ATTRIBUTES = ("max_lr", "learning_rate")
+
+
+def cell_schedule(optimizer: Any) -> tuple[float | None, dict[str, Any]]:
+    """(peak lr, schedule record) of a MindSpore nn.* optimizer with a dynamic lr: a per-step list
+    (its largest value, and the steps before it as the warmup) or a LearningRateSchedule cell."""
+    schedule = getattr(optimizer, "learning_rate", None)
+    if not getattr(optimizer, "dynamic_lr", False) or getattr(optimizer, "is_group_lr", False) or schedule is None:
+        return None, {}
+    listed = getattr(schedule, "_params", {}).get("learning_rate") if hasattr(schedule, "_params") else None
+    if listed is not None and hasattr(listed, "asnumpy") and listed.asnumpy().size > 1:
+        values = [float(v) for v in listed.asnumpy().reshape(-1)]
+        peak = max(values)
+        record: dict[str, Any] = {"lr-schedule": "per-step list", "schedule-steps": len(values)}
+        if values.index(peak) > 0 and values[0] < peak:
+            record["warmup-steps"] = values.index(peak)
+        return peak, record
+    record = {"lr-schedule": type(schedule).__name__}
+    warmup = _first_number(schedule, WARMUP_ATTRIBUTES)
+    if warmup is not None:
+        record["warmup-steps"] = warmup
+    length = _first_number(schedule, ("decay_steps", "total_step", *LENGTH_ATTRIBUTES))
+    if length is not None:
+        record["schedule-steps"] = length
+    peak = next((float(v) for n in CELL_PEAK_ATTRIBUTES
+                 if isinstance(v := vars(schedule).get(n), (int, float)) and not isinstance(v, bool)), None)
+    return peak, record
