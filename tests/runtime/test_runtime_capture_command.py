@@ -185,7 +185,7 @@ def test_a_shell_script_launching_python(project, reference, tmp_path):
     assert not (tmp_path / "after").exists()  # the job (the whole script) stopped after the capture
 
 
-def test_torchrun_two_ranks_one_logical_fingerprint(project, tmp_path):
+def test_torchrun_two_ranks_one_logical_fingerprint(project, reference, tmp_path):
     def torchrun(path: Path, *overrides: str) -> subprocess.CompletedProcess:
         return capture(project, "-o", str(path), "--", sys.executable, "-m", "torch.distributed.run",
                        "--nproc_per_node", "2", "--master_port", str(free_port()), "train.py", "config/tiny.py",
@@ -198,6 +198,9 @@ def test_torchrun_two_ranks_one_logical_fingerprint(project, tmp_path):
     assert sorted(p.name for p in tmp_path.glob("t1*")) == ["t1.json"]  # written once, on rank 0
     # each rank drew its own micro-batch: the global batch holds both ranks' samples
     assert [v.shape for v in fingerprint.batch] == [[8, 16], [8, 16]]
+    # the forward of every module (rank 0's view where the ranks' data differ), not only the agreed ones
+    single = load(reference)
+    assert {r.name for r in fingerprint.forward} == {r.name for r in single.forward}
     assert compare(fingerprint, load(tmp_path / "t1.json")).ok
     second = torchrun(tmp_path / "t2.json", "--beta2=0.99")
     assert second.returncode == 0, second.stderr

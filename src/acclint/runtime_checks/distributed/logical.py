@@ -171,8 +171,17 @@ def merge(parts: list[RankPart], logical: list[Logical], record: Callable[[Logic
         tensors=None,
         batch=_agreed_batch([fp.batch for fp in fps]),
         modules=_merge_modules(fps),
-        forward=_agreed_forward([fp.forward for fp in fps]),
+        forward=_agreed_forward([fp.forward for fp in fps], _data_parallel(fps, logical)),
     )
+
+
+def _data_parallel(fps: list[Fingerprint], logical: list[Logical]) -> bool:
+    """Every rank runs the whole model (no tensor, pipeline or FSDP sharding): every tensor whole on
+    every rank that holds it and the same module calls on every rank. The ranks then differ only in
+    their data, and rank 0's activations are the model's on its share of the batch."""
+    whole = all(block.piece.whole for entry in logical for _, block in entry.sources)
+    calls = [None if fp.forward is None else {(r.name, r.call, r.io) for r in fp.forward} for fp in fps]
+    return whole and calls[0] is not None and all(c == calls[0] for c in calls)
 
 
 def _global_record(full: TensorRecord, entry: Logical) -> TensorRecord:
@@ -263,8 +272,12 @@ def _merge_modules(fps: list[Fingerprint]) -> Any:
     return list(seen.values())
 
 
-def _agreed_forward(records: list[list[ActivationRecord] | None]) -> list[ActivationRecord] | None:
-    """Activation records every rank that recorded them agrees on, in the order they first ran."""
+def _agreed_forward(records: list[list[ActivationRecord] | None],
+                    rank_zero_view: bool = False) -> list[ActivationRecord] | None:
+    """Activation records every rank that recorded them agrees on, in the order they first ran.
+    `rank_zero_view` (pure data parallelism): where the ranks' data differ, rank 0's record, so the
+    forward stage compares every module (another world size then differs by its batch, which the
+    data stage names)."""
     if any(r is None for r in records):
         return None
     found: dict[tuple[str, int, str], list[ActivationRecord]] = {}
@@ -274,7 +287,7 @@ def _agreed_forward(records: list[list[ActivationRecord] | None]) -> list[Activa
     agreed = []
     for copies in found.values():
         signature = [(v.path, v.sha256) for v in copies[0].values]
-        if all([(v.path, v.sha256) for v in c.values] == signature for c in copies[1:]):
+        if rank_zero_view or all([(v.path, v.sha256) for v in c.values] == signature for c in copies[1:]):
             agreed.append(copies[0])
     return agreed
 
