@@ -52,6 +52,8 @@ def test_two_ranks_against_one_process_with_accumulation(project, tmp_path):  # 
     # tensor-parallel run compares with a single device)
     assert "(1 process on the left, 2 ranks on the right)" in stage(result, "env").summary
     assert "Note: the world size differs (1 process on the left, 2 ranks on the right)" in result.verdict()
+    # the ranks' forward is rank 0's share of the batch: against one process it is said not compared
+    assert "rank 0's share of a data-parallel batch" in stage(result, "forward").skipped
     data = stage(result, "data")
     # each rank seeds itself (seed + rank): other samples, said per tensor, not called a split
     assert data.mismatches and all(m.name != "<split>" for m in data.mismatches)

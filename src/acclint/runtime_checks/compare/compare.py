@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from acclint.runtime_checks.distributed.logical import FORWARD_VIEW, RANK_ZERO_VIEW
 from acclint.runtime_checks.model.errors import FingerprintError, NonFiniteLossError
 from acclint.runtime_checks.model.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord
 from acclint.runtime_checks.distributed.rank_files import load
@@ -266,6 +267,7 @@ class _Comparer:
         self.common = [n for n in left.params if n in right.params]
         self.common_state = [n for n in left.state if n in right.state]
         self.forward = ForwardComparison(left.forward, right.forward, activation_rtol, atol)
+        self.forward.views_differ = _forward_views_differ(left.fp, right.fp)
         self.with_mindspore = "mindspore" in (left.fp.framework, right.fp.framework)
         self.seed = self._seed_difference()
         self.different_models = self._different_models()
@@ -778,6 +780,19 @@ class _Comparer:
         )
         if self.left.fp.world_size != self.right.fp.world_size:
             outcome.summary += f" ({world_sizes(self.left.fp, self.right.fp)})"
+
+
+def _forward_views_differ(left: Fingerprint, right: Fingerprint) -> str | None:
+    """Why the forward stages cannot be set side by side: a data-parallel run's forward is rank 0's
+    share of the batch, which another world size does not see."""
+    if left.world_size == right.world_size:
+        return None
+    viewed = [side for side, fp in (("left", left), ("right", right))
+              if fp.env.get("settings", {}).get(FORWARD_VIEW) == RANK_ZERO_VIEW]
+    if not viewed:
+        return None
+    return (f"not compared: the {' and the '.join(viewed)} forward is rank 0's share of a data-parallel batch, and the "
+            f"world size differs ({world_sizes(left, right)}); data, loss and gradients cover the whole batch")
 
 
 def world_sizes(left: Fingerprint, right: Fingerprint) -> str:

@@ -170,6 +170,7 @@ def index_forward(records: list[ActivationRecord] | None, rules: NameMapping) ->
 class ForwardComparison:
     def __init__(self, left: list | None, right: list | None, rtol: float, atol: float) -> None:
         self.left, self.right = left, right
+        self.views_differ: str | None = None  # why the two forwards saw different shares of the batch
         self.rtol, self.atol = rtol, atol
         # Position of each module's first output in the left run: what had run by when.
         self.position: dict[str, int] = {}
@@ -186,6 +187,9 @@ class ForwardComparison:
     def check(self, outcome: Any) -> None:
         if self.left is None or self.right is None:
             outcome.skipped = f"not recorded on the {'left' if self.left is None else 'right'}"
+            return
+        if self.views_differ:
+            outcome.skipped = self.views_differ
             return
         partners = dict(self.right)
         last_ok: str | None = None
