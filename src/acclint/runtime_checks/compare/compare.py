@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 from acclint.runtime_checks.distributed.logical import FORWARD_VIEW, RANK_ZERO_VIEW
 from acclint.runtime_checks.model.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.model.ranks import world_sizes
 from acclint.runtime_checks.model.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord
 from acclint.runtime_checks.distributed.rank_files import load
 from acclint.runtime_checks.compare.batch_split import same_samples_split_differently
@@ -793,13 +794,6 @@ def _forward_views_differ(left: Fingerprint, right: Fingerprint) -> str | None:
         return None
     return (f"not compared: the {' and the '.join(viewed)} forward is rank 0's share of a data-parallel batch, and the "
             f"world size differs ({world_sizes(left, right)}); data, loss and gradients cover the whole batch")
-
-
-def world_sizes(left: Fingerprint, right: Fingerprint) -> str:
-    def said(size: int) -> str:
-        return "1 process" if size == 1 else f"{size} ranks"
-
-    return f"{said(left.world_size)} on the left, {said(right.world_size)} on the right"
 
 
 def _show(value: Any) -> str:

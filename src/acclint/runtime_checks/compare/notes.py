@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from acclint.runtime_checks.model.fingerprint import Fingerprint
+from acclint.runtime_checks.model.ranks import world_sizes
 from acclint.runtime_checks.model.stages import TITLES, UPSTREAM
 
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ def verdict_notes(result: "ComparisonResult") -> list[str]:
     if dropout:
         notes.append(dropout)
     if result.left.world_size != result.right.world_size:
-        from acclint.runtime_checks.compare.compare import world_sizes
-
         # Not a difference by itself (a TP=8 run and a single device compare), but the data-parallel
         # split changes each rank's batch and the gradient averaging: say it where differences are read.
         notes.append(f"the world size differs ({world_sizes(result.left, result.right)}): differences in the data, "
