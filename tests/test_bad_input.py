@@ -30,7 +30,10 @@ TRAIN = """\
 import torch
 if __name__ == "__main__":
     torch.backends.cudnn.benchmark = True
-    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2)).sum().backward()
+    opt.step()
 """
 
 needs_symlinks = pytest.mark.skipif(not hasattr(os, "symlink") or sys.platform == "win32",

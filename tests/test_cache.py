@@ -27,7 +27,9 @@ if __name__ == "__main__":
     seed_everything(0)
     torch.backends.cudnn.benchmark = True
     model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     model(torch.ones(2, 4)).sum().backward()
+    optimizer.step()
 '''
 HELPERS = '''\
 import torch

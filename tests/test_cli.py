@@ -33,7 +33,10 @@ TRAIN = """\
 import torch
 if __name__ == "__main__":
     torch.backends.cudnn.benchmark = True
-    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2)).sum().backward()
+    opt.step()
 """
 BENCHMARK_LINE = 3
 BENCHMARK_STMT = "torch.backends.cudnn.benchmark = True"
@@ -760,7 +763,8 @@ def test_the_scanner_works_without_numpy_and_compare_says_what_is_missing(tmp_pa
 
     (tmp_path / "train.py").write_text(
         "import torch\nif __name__ == '__main__':\n    torch.backends.cudnn.benchmark = True\n"
-        "    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n")
+        "    model = torch.nn.Linear(2, 1)\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    model(torch.ones(2)).sum().backward()\n    opt.step()\n")
     scan = subprocess.run([sys.executable, "-c", _WITHOUT_NUMPY, "scan", str(tmp_path), "--select", "ACL202"],
                           capture_output=True, text=True)
     assert scan.returncode == 1 and "ACL202" in scan.stdout, scan.stderr

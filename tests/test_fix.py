@@ -110,7 +110,10 @@ if __name__ == "__main__":
     # speed first
     torch.backends.cudnn.benchmark = True  # set by the old GPU recipe
     torch.use_deterministic_algorithms(True)
-    torch.nn.Linear(2, 1).cuda()(torch.ones(2, device="cuda")).sum().backward()
+    model = torch.nn.Linear(2, 1).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2, device="cuda")).sum().backward()
+    optimizer.step()
 '''
 LAUNCH = """\
 #!/bin/bash
@@ -188,7 +191,7 @@ def test_shell_insert_goes_before_a_continued_command(tmp_path, monkeypatch):
 def test_a_fix_that_cannot_apply_leaves_the_others(tmp_path, monkeypatch):
     one_line = ('import torch\nimport torch.nn as nn\n'
                 'torch.backends.cudnn.benchmark = True  # speed\n'
-                'if __name__ == "__main__": nn.Linear(2, 1)(torch.ones(2)).sum().backward()\n')
+                'if __name__ == "__main__": opt = torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1); opt.step()\n')
     _write(tmp_path, {"train.py": one_line})
     done = _cli(tmp_path, monkeypatch, "--fix", "--unsafe-fixes", "--select", "ACL202,ACL104")
     text = (tmp_path / "train.py").read_text()

@@ -112,3 +112,13 @@ def test_the_packaged_precision_table_names_only_existing_rules():
     assert set(precision_table()) <= set(RULES)
     for code, figures in precision_table().items():
         assert figures.right + figures.wrong + figures.debatable == figures.judged, code
+
+
+@pytest.mark.parametrize("overall, proven, expected", [
+    (_figures(6, 10), _figures(9, 10), "stable"),    # proven findings at 90% decide, whatever the rest measure
+    (_figures(10, 10), _figures(4, 10), "preview"),  # proven findings under 90%: preview
+    (_figures(6, 10), _figures(3, 3), "preview"),    # too few proven judged: the overall figure decides
+])
+def test_a_rules_proven_findings_decide_its_maturity(overall, proven, expected):
+    rule = type("R", (type(BENCHMARK),), {"maturity": "stable"})()
+    assert maturity(rule, {rule.code: overall}, {rule.code: proven}) == expected

@@ -45,7 +45,10 @@ class PrintInTraining(ExplicitRule):
 MESSAGE = "print() call"
 '''
 
-TRAIN = 'import torch\nprint("loss")\n'
+# A training program (an optimizer step), so the plugin's finding is proven and a warning by default.
+TRAIN = ('import torch\nprint("loss")\nmodel = torch.nn.Linear(2, 1)\n'
+         'optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n'
+         'model(torch.ones(2)).sum().backward()\noptimizer.step()\n')
 
 
 def project(tmp_path: Path, plugin: str = PLUGIN, plugins: str = '["my_rules"]', extra: str = "") -> Path:

@@ -32,7 +32,10 @@ TRAIN = """\
 import torch
 if __name__ == "__main__":
     torch.backends.cudnn.benchmark = True
-    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2)).sum().backward()
+    opt.step()
 """
 # The same program, seeded through a local helper that seeds Python's `random` only: where the
 # helper is found, numpy and torch are reported unseeded; an unknown helper gets the benefit of the doubt.
@@ -42,7 +45,10 @@ from utils.seeding import seed_all
 if __name__ == "__main__":
     seed_all(0)
     torch.backends.cudnn.benchmark = True
-    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2)).sum().backward()
+    opt.step()
 """
 SEEDING = """\
 import random

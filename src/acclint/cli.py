@@ -503,7 +503,7 @@ def test_rules_command(codes, config_path) -> None:
 @click.option("--diff", "diff_sides", nargs=2, type=click.Path(path_type=Path), default=None, metavar="LEFT RIGHT",
               help="Also compare two setups (launch scripts, training scripts, configs or folders).")
 @click.option("--fingerprints", nargs=2, type=click.Path(path_type=Path), default=None, metavar="A.json B.json",
-              help="Also compare two step-0 fingerprints (acclint.runtime.capture).")
+              help="Also compare two step-0 fingerprints (acclint.runtime.capture) or msprobe dump folders.")
 @click.option("--select", multiple=True, help="Only these rule codes/prefixes or categories (comma-separated).")
 @click.option("--ignore", multiple=True, help="Skip these rule codes/prefixes or categories (comma-separated).")
 @click.option("--exclude", multiple=True, help="Glob of paths to skip (repeatable).")

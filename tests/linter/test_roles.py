@@ -141,7 +141,10 @@ import torch
 if __name__ == "__main__":
     torch.manual_seed(0)
     torch.distributed.init_process_group(backend="hccl")
-    torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2)).sum().backward()
+    opt.step()
 """
 NPU_LAUNCH = "#!/bin/bash\ntorchrun --nproc_per_node 8 {script}\n"
 

@@ -231,7 +231,10 @@ def test_troubleshooter_fix_random_counts_as_seeding(tmp_path):
             {call}
             random.shuffle([1, 2])
             np.random.rand(2)
-            torch.nn.Linear(2, 2)(torch.ones(2)).sum().backward()
+            model = torch.nn.Linear(2, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.ones(2)).sum().backward()
+            opt.step()
     """
     seeded = _scan(tmp_path / "a", {"train.py": program.format(seed="import troubleshooter as ts",
                                                              call="ts.widget.fix_random(16)")}, seed_rules)

@@ -223,7 +223,10 @@ def test_pythonhashseed_set_by_a_helper_is_reported_at_the_helper_call(tmp_path)
             if __name__ == "__main__":
                 seed_all(0)
                 torch.manual_seed(0)
-                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+                model = torch.nn.Linear(2, 1)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(2)).sum().backward()
+                opt.step()
         """,
     }, "ACL102")
     assert [(f.path, f.line) for f in findings] == [("seeding.py", 8)]
@@ -240,7 +243,10 @@ def test_a_launch_export_fixes_pythonhashseed_whatever_the_program_writes(tmp_pa
             if __name__ == "__main__":
                 os.environ["PYTHONHASHSEED"] = "0"
                 torch.manual_seed(0)
-                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+                model = torch.nn.Linear(2, 1)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(2)).sum().backward()
+                opt.step()
         """,
     }, "ACL102")
     assert findings == []

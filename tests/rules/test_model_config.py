@@ -277,7 +277,10 @@ DROPOUT_ENTRY = """
         torch.manual_seed(0)
         net = Net(8)
         head = Head(object(), 0.0)
-        torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2)).sum().backward()
+        opt.step()
 """
 
 

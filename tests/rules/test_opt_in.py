@@ -74,7 +74,9 @@ class Trainer:
 
 def test_a_config_field_guard_is_not_an_opt_in_its_value_comes_from_config_files(tmp_path):
     (tmp_path / "trainer.py").write_text(CONFIG_FIELD_GUARD)
-    result = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json", "--no-cache", "--select", "ACL610"])
+    # --preview: the rule's own severity (a trainer file alone proves no training run, see test_premises).
+    result = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json", "--no-cache", "--select", "ACL610",
+                                       "--preview"])
     findings = json.loads(result.output)["findings"]
     assert [(f["rule"], f["severity"]) for f in findings] == [("ACL610", "warning")]
 
@@ -92,7 +94,10 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.seed is not None:
         torch.manual_seed(args.seed)
-    torch.nn.Linear(4, 2)(torch.ones(4)).sum().backward()
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(4)).sum().backward()
+    opt.step()
 """
 
 

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Iterator, Optional
 
 from acclint.knowledge import table
+from acclint.linter.config_values import ConfigFiles
 from acclint.linter.documented import Documentation
 from acclint.linter.facts import MODULE_SCOPE, Call, ClassDef, FileFacts, FunctionDef, Reference
 from acclint.linter.models import builds_weights
@@ -216,6 +217,21 @@ class Project:
         self._constructed_cache: dict = {}  # (abspath, call node) -> constructed_class_names
         self._documentation = Documentation()
         self._documented_cache: dict = {}  # entry abspath -> [DocumentedLaunch]
+        # The run's configuration (linter.runconfig): config files read once, the project's config files
+        # listed once per root, and the resolved configuration per (entry, launches).
+        self.config_files = ConfigFiles()
+        self.config_index: dict = {}
+        self.run_configs: dict = {}
+        # What rules derive from a program once every program is known (linter.proof: a premise proven
+        # from the programs running a line), computed once per (key, program) however many findings ask.
+        self._derived: dict = {}
+
+    def derived(self, key: str, program, compute):
+        """`compute(program)`, once per scan for this key and program."""
+        slot = (key, program.entry.abspath)
+        if slot not in self._derived:
+            self._derived[slot] = compute(program)
+        return self._derived[slot]
 
     def add(self, files: list = (), shells: list = ()) -> None:
         for file in files:
@@ -226,6 +242,7 @@ class Project:
         self._classes_cache.clear()
         self._constructed_cache.clear()
         self._flow_cache.clear()  # a file added may be a module a flow reaches
+        self.run_configs.clear()
         self._trains_cache.clear()
 
     # -- modules -----------------------------------------------------------------------------
@@ -286,6 +303,10 @@ class Project:
     def _project_roots(self, importer: FileFacts) -> list:
         """The nearest enclosing project root and its `src/` (an installed project imports from there)."""
         return self._project_roots_of(os.path.dirname(importer.abspath))
+
+    def project_root(self, folder: str) -> str:
+        """The nearest enclosing project root of `folder`, or `folder` itself when none is marked."""
+        return (self._project_roots_of(folder) or [folder])[0]
 
     def _project_roots_of(self, start: str) -> list:
         if start not in self._project_root_cache:
@@ -419,9 +440,9 @@ class Project:
         script = script.replace("\\", "/")
         if os.path.isabs(script):
             return [os.path.normpath(script)]
-        return [os.path.normpath(os.path.join(folder, script)) for folder in self._launch_folders(shell.abspath)]
+        return [os.path.normpath(os.path.join(folder, script)) for folder in self.launch_folders(shell.abspath)]
 
-    def _launch_folders(self, abspath: str) -> list:
+    def launch_folders(self, abspath: str) -> list:
         folder = os.path.dirname(abspath)
         top = (self._project_roots_of(folder) or [folder])[0]
         folders = [folder]
@@ -437,7 +458,7 @@ class Project:
             folder = os.path.dirname(entry.abspath)
             top = (self._project_roots_of(folder) or [folder])[0]
             self._documented_cache[entry.abspath] = self._documentation.launches(entry.abspath, top,
-                                                                                 self._launch_folders)
+                                                                                 self.launch_folders)
         return self._documented_cache[entry.abspath]
 
     def launch_target(self, shell: ShellFacts, script: Optional[str]) -> Optional[FileFacts]:

@@ -8,9 +8,14 @@ known, the open slots are filled here, with the evidence either way:
   training call (training.toml). A program taken for training only because it computes gradients
   of a model is judged, but this premise stays unproven.
 - `executes`: the line lies in a step of that program's flow (run from its entry, through the
-  local calls the project follows). A line under a branch the run's configuration turns off is
-  proven unrun by the rule that sees the branch (rules.base.report_written).
+  local calls the project follows), and the branches it sits under are taken by a run of the program,
+  as its configuration resolves them (linter.runconfig: launch flags, the config files it loads, the
+  defaults in the code). A line only an opt-in reaches (a key no config the run loads sets) is not
+  proven, and the finding is advice; a key acclint could not resolve leaves it unproven, saying why.
 - `framework`: the file, or the program, is written against the framework the rule is about.
+
+A rule may prove an open slot itself from the programs that run its line (`prove_premise(name,
+finding, facts, programs, project)`, `facts` the finding's file; None leaves it to the shared facts).
 
 A line that several programs run is proven by any of them that trains.
 """
@@ -25,7 +30,8 @@ from acclint.findings import Finding, Premise
 from acclint.knowledge import table
 from acclint.linter.facts import Call
 from acclint.linter.frameworks import file_frameworks
-from acclint.linter.project import Program, launch_trains, training_role
+from acclint.linter.project import Program, is_entry_candidate, launch_trains, training_role
+from acclint.linter.runconfig import SKIPPED, TAKEN, file_config, flow_guards, run_config
 
 
 def is_open(premise: Premise) -> bool:
@@ -50,14 +56,23 @@ class Prover:
                 self.by_file.setdefault(facts.abspath, []).append(program)
         self._lines: dict = {}  # (entry abspath, file abspath) -> (sorted starts, spans)
         self._training: dict = {}  # entry abspath -> Premise
+        self._flow_guards: dict = {}  # entry abspath -> the guards of each step of its flow
+        self._alone: dict = {}  # file abspath -> (node -> guards, its own RunConfig), for files no program runs
 
     # -- completing a finding --------------------------------------------------------------
     def complete(self, finding: Finding, entry: Optional[str]) -> Finding:
         if not any(is_open(p) for p in finding.premises):
             return finding
         programs = self._programs(finding, entry)
-        filled = tuple(self._prove(p.premise, finding, programs) if is_open(p) else p for p in finding.premises)
-        return replace(finding, premises=filled)
+        filled, opt_in = [], False
+        for premise in finding.premises:
+            if is_open(premise) and premise.premise == "executes":
+                premise, opt_in = self.executes(finding, programs)
+            elif is_open(premise):
+                premise = self._prove(premise.premise, finding, programs)
+            filled.append(premise)
+        # A line only a configuration no run loads reaches is the user's opt-in: advice, whatever the mode.
+        return replace(finding, premises=tuple(filled), severity="info" if opt_in else finding.severity)
 
     def _programs(self, finding: Finding, entry: Optional[str]) -> list:
         """The programs that may run the finding's line, the reporting program first."""
@@ -69,6 +84,13 @@ class Prover:
         return ([own] if own is not None else []) + [p for p in others if p is not own]
 
     def _prove(self, name: str, finding: Finding, programs: list) -> Premise:
+        # A rule that can tell a premise only from the programs running its line (labels built in
+        # another module of the program) proves it itself, once every program is known.
+        own = getattr(self.rules.get(finding.rule), "prove_premise", None)
+        facts = self.files.get(finding.path)
+        found = own(name, finding, facts, programs, self.project) if own is not None and facts is not None else None
+        if found is not None:
+            return found
         prove = _PROVERS.get(name)
         if prove is None:
             return Premise(name, False, "nothing in the scan shows it")
@@ -85,6 +107,9 @@ class Prover:
                 return proof
         if proofs:
             return proofs[0]
+        facts = self.files.get(finding.path)
+        if facts is not None and is_entry_candidate(facts):  # a script that runs, but does not train
+            return Premise("trains", False, f"no optimizer step or training call is reached from {finding.path}")
         return Premise("trains", False, f"no training program found that runs {finding.path}")
 
     def training(self, program: Program) -> Premise:
@@ -94,39 +119,79 @@ class Prover:
             self._training[key] = _training_proof(program, self.project)
         return self._training[key]
 
-    # -- executes --------------------------------------------------------------------------
-    def executes(self, finding: Finding, programs: list) -> Premise:
+    # -- executes ---------------------------------------------------------------------------
+    def executes(self, finding: Finding, programs: list) -> tuple:
+        """(premise, opt-in): whether a training run executes the finding's line. A line in a step of a
+        program's flow runs unless the branches it sits under are not taken by that program's runs
+        (linter.runconfig); opt-in is True when every run skips them (an unknown value is not an opt-in)."""
         if finding.path in self.shells:
             if programs:
                 return Premise("executes", True, f"{finding.path}:{finding.line} launches "
-                                                 f"{programs[0].entry.path}")
-            return self._launched_training(finding, "executes")
+                                                 f"{programs[0].entry.path}"), False
+            return self._launched_training(finding, "executes"), False
+        blocked = []
         for program in programs:
-            if self.runs_line(program, finding):
-                return Premise("executes", True, f"{finding.path}:{finding.line} runs in the program started by "
-                                                 f"{program.entry.path}")
+            for guards in self.steps_at(program, finding):
+                branch = run_config(self.project, program).branch(guards) if guards else None
+                if branch is None or branch.state == TAKEN:
+                    why = f"; {branch.evidence}" if branch is not None else ""
+                    return Premise("executes", True, f"{finding.path}:{finding.line} runs in the program started by "
+                                                     f"{program.entry.path}{why}"), False
+                blocked.append(branch)
+        if blocked:
+            skipped = all(b.state == SKIPPED for b in blocked)
+            return Premise("executes", False, f"{finding.path}:{finding.line} {blocked[0].evidence}"), skipped
+        alone = self._opt_in_of_file(finding)
+        if alone is not None:
+            return Premise("executes", False, f"{finding.path}:{finding.line} {alone.evidence}"), True
         if programs:
             return Premise("executes", False, f"{finding.path}:{finding.line} is not reached from "
-                                              f"{_entries(programs)}: the code around it is never called")
-        return Premise("executes", False, f"no training program runs {finding.path}:{finding.line}")
+                                              f"{_entries(programs)}: the code around it is never called"), False
+        return Premise("executes", False, f"no training program runs {finding.path}:{finding.line}"), False
 
     def runs_line(self, program: Program, finding: Finding) -> bool:
+        return bool(self.steps_at(program, finding))
+
+    def steps_at(self, program: Program, finding: Finding) -> list:
+        """The guards of each step of `program` on the finding's line (one tuple per step)."""
         facts = self.files.get(finding.path)
         if facts is None:
-            return False
+            return []
         starts, spans = self._line_index(program, facts)
         at = bisect.bisect_right(starts, finding.line)
         # Steps are few per line: look back over those starting at or before the line.
-        return any(start <= finding.line <= end for start, end in spans[max(0, at - 64):at])
+        return [guards for start, end, guards in spans[max(0, at - 64):at] if start <= finding.line <= end]
+
+    def _opt_in_of_file(self, finding: Finding):
+        """For a line no program runs: the branch its own file's configuration skips, if any."""
+        facts = self.files.get(finding.path)
+        if facts is None or finding.node is None:
+            return None
+        if facts.abspath not in self._alone:
+            self._alone[facts.abspath] = (_guards_at(facts), file_config(facts))
+        guards_at, config = self._alone[facts.abspath]
+        guards = guards_at.get(finding.node)
+        if not guards:
+            return None
+        branch = config.branch(tuple((guard, facts) for guard in guards))
+        return branch if branch is not None and branch.state == SKIPPED else None
 
     def _line_index(self, program: Program, facts) -> tuple:
         key = (program.entry.abspath, facts.abspath)
         index = self._lines.get(key)
         if index is None:
-            spans = sorted((facts.spans[s.fact.node].line, facts.spans[s.fact.node].end_line)
-                           for s in program.flow if s.file is facts and s.fact.node < len(facts.spans))
-            index = self._lines[key] = ([start for start, _ in spans], spans)
+            guards = self._guards(program)
+            spans = sorted(((facts.spans[s.fact.node].line, facts.spans[s.fact.node].end_line, guards[i])
+                            for i, s in enumerate(program.flow)
+                            if s.file is facts and s.fact.node < len(facts.spans)), key=lambda span: span[:2])
+            index = self._lines[key] = ([start for start, _, _ in spans], spans)
         return index
+
+    def _guards(self, program: Program) -> list:
+        key = program.entry.abspath
+        if key not in self._flow_guards:
+            self._flow_guards[key] = flow_guards(program)
+        return self._flow_guards[key]
 
     def _launched_training(self, finding: Finding, name: str) -> Premise:
         """A launch script whose training script is not on disk: its launch lines say what they run
@@ -158,7 +223,13 @@ class Prover:
         return Premise("framework", False, f"{finding.path} is not shown to use {wanted}")
 
 
-_PROVERS = {"trains": Prover.trains, "executes": Prover.executes, "framework": Prover.framework}
+_PROVERS = {"trains": Prover.trains, "framework": Prover.framework}
+
+
+def _guards_at(facts) -> dict:
+    """node -> the flag guards of the fact written there (its own function's `if`s)."""
+    return {fact.node: fact.flag_guards for group in (facts.calls, facts.assignments, facts.env_writes)
+            for fact in group if fact.flag_guards}
 
 
 def _entries(programs: list, shown: int = 2) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from acclint.linter import facts as F
+from acclint.linter.class_values import record_class_calls
 from acclint.linter.names import bind_aliases, resolve
 
 _SKIPPED_FIELDS = frozenset(
@@ -181,20 +182,27 @@ _MENTION_CHILDREN = {
 
 def param_groups(node) -> Optional[F.ParamGroups]:
     """The literal entries of each dict in a list of dicts with string keys, else None."""
-    groups = []
+    groups, keys = [], []
     for element in node.elements:
         value = element.value if isinstance(element, cst.Element) else None
         if not isinstance(value, cst.Dict):
             return None
-        entries = {}
+        entries, written = {}, set()
         for item in value.elements:
             if not isinstance(item, cst.DictElement):
                 continue
             key, found = literal(item.key), literal(item.value)
-            if isinstance(key, str) and found is not F.NOT_LITERAL:
-                entries[key] = found
+            if isinstance(key, str):
+                written.add(key)
+                if found is not F.NOT_LITERAL:
+                    entries[key] = found
         groups.append(entries)
-    return F.ParamGroups(groups) if groups else None
+        keys.append(frozenset(written))
+    if not groups:
+        return None
+    found_groups = F.ParamGroups(groups)
+    found_groups.keys = tuple(keys)
+    return found_groups
 
 
 @lru_cache(maxsize=8192)
@@ -229,14 +237,38 @@ def _compared_literal(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _flag_guards(test: cst.BaseExpression) -> tuple:
-    """(flag guards of the body, of the else branch) for a test on a plain name."""
+def _lookup(node: cst.BaseExpression) -> Optional[tuple]:
+    """(dotted key, default) of `cfg.get("amp", False)` / `getattr(cfg, "amp", False)`; the default is
+    None when not written (what both return then), NOT_LITERAL when it is code."""
+    if type(node) is not cst.Call or node.args and any(a.star or a.keyword for a in node.args):
+        return None
+    func, args = node.func, node.args
+    if type(func) is cst.Attribute and func.attr.value == "get" and 1 <= len(args) <= 2:
+        receiver, key, rest = dotted_name(func.value), literal(args[0].value), args[1:]
+    elif type(func) is cst.Name and func.value == "getattr" and len(args) == 3:
+        receiver, key, rest = dotted_name(args[0].value), literal(args[1].value), args[2:]
+    else:
+        return None
+    if not receiver or not isinstance(key, str) or not key.isidentifier():
+        return None
+    return f"{receiver}.{key}", literal(rest[0].value) if rest else None
+
+
+def _flag_guards(test: cst.BaseExpression, node_of=None) -> tuple:
+    """(flag guards of the body, of the else branch) for a test on a plain name, or on a config lookup
+    with a default (`cfg.get("amp", False)`; `node_of` registers its node, where the default is written)."""
     kind = type(test)
     if kind is cst.Name or kind is cst.Attribute:
         dotted = dotted_name(test)
         return ((F.FlagGuard(dotted, "truthy"),), ()) if dotted else ((), ())
+    if kind is cst.Call:
+        found = _lookup(test)
+        if found is None:
+            return (), ()
+        node = node_of(test) if node_of is not None else -1
+        return (F.FlagGuard(found[0], "truthy", fallback=found[1], node=node),), ()
     if kind is cst.UnaryOperation and isinstance(test.operator, cst.Not):
-        body, orelse = _flag_guards(test.expression)
+        body, orelse = _flag_guards(test.expression, node_of)
         return orelse, body
     if kind is cst.Comparison and len(test.comparisons) == 1:
         target = test.comparisons[0]
@@ -253,7 +285,7 @@ def _flag_guards(test: cst.BaseExpression) -> tuple:
             return (equals, differs) if isinstance(target.operator, cst.Equal) else (differs, equals)
         return (), ()
     if kind is cst.BooleanOperation and isinstance(test.operator, cst.And):
-        left, right = _flag_guards(test.left), _flag_guards(test.right)
+        left, right = _flag_guards(test.left, node_of), _flag_guards(test.right, node_of)
         return left[0] + right[0], ()
     return (), ()
 
@@ -309,6 +341,8 @@ class FileWalker:
         # id(cst.Call) -> [(Value, chain index or -1 for its base)]: Values whose calls' arguments are filled
         # in when the walk reaches those calls (their Args are summarised once, there).
         self.pending_args: dict = {}
+        # Module-level dicts of classes (`NORMS = {"ln": nn.LayerNorm}`): name -> [(Value, node)].
+        self.class_tables: dict = {}
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _node(self, node: cst.CSTNode) -> int:
@@ -329,7 +363,7 @@ class FileWalker:
             value.mentions = mentions(node)
             if type(node) is cst.IfExp:
                 value.choices = (literal(node.body), literal(node.orelse))
-            elif type(node) is cst.Comparison:
+            elif type(node) is cst.Comparison or (type(node) is cst.BooleanOperation and type(node.operator) is cst.Or):
                 self._operation(value, node, depth)
         elif value.literal is F.NOT_LITERAL:
             self._chain_into(value, node, depth)
@@ -357,7 +391,7 @@ class FileWalker:
             self.value_nodes.append(value)
 
     def _operation(self, value: F.Value, node: cst.CSTNode, depth: int) -> None:
-        """`value.op`/`operands` for arithmetic, a single comparison or a unary minus (bounded depth)."""
+        """`value.op`/`operands` for arithmetic, a single comparison, a unary minus or `a or b` (bounded depth)."""
         if depth > 3:
             return
         kind = type(node)
@@ -369,6 +403,8 @@ class FileWalker:
             operands = (node.left, node.comparisons[0].comparator)
         elif kind is cst.UnaryOperation and type(node.operator) is cst.Minus:
             op, operands = "neg", (node.expression,)
+        elif kind is cst.BooleanOperation and type(node.operator) is cst.Or:  # `norm_layer or nn.LayerNorm`
+            op, operands = "or", (node.left, node.right)
         else:
             return
         if op is not None:
@@ -617,6 +653,8 @@ class FileWalker:
         value_state = _sunk(state, sink) if sink else state
         if sink and sink[0] != "k" and type(value) in _COLLECTIONS:  # `COMMANDS = {"train": run_train}`
             self._reference(value, sink, state)
+        if type(value) is cst.Dict and names and state.scope == F.MODULE_SCOPE:
+            self._class_table(node, names[0], value)
         for target in targets:
             if isinstance(target, cst.Name):
                 if value_dotted is not None:
@@ -648,6 +686,14 @@ class FileWalker:
         stack.append(_Restore(value_state))
         self._children_in(node, ("targets",) if isinstance(node, cst.Assign) else ("target",), state, state, stack)
         return None
+
+    def _class_table(self, node, name: str, value: cst.Dict) -> None:
+        """The dotted entries of a module-level dict: candidates for `NAME[key](...)` (linter.class_values)."""
+        entries = [self._value(e.value) for e in value.elements
+                   if type(e) is cst.DictElement and dotted_name(e.value) is not None]
+        if entries:
+            where = self._node(node)
+            self.class_tables[name] = [(entry, where) for entry in entries]
 
     def _aug_assign(self, node: cst.AugAssign, state: _State, stack: list):
         if type(node.operator) is cst.DivideAssign:  # `loss /= steps`
@@ -734,7 +780,7 @@ class FileWalker:
     def _guarded(self, node, state: _State, stack: list):
         """`if`/`a if c else b`: the body runs under the test, the else side under its negation."""
         tested = mentions(node.test)
-        body_flags, orelse_flags = _flag_guards(node.test)
+        body_flags, orelse_flags = _flag_guards(node.test, self._node)
         orelse = dataclasses.replace(state, guard=F.Guard(tested, True), flag_guards=state.flag_guards + orelse_flags)
         body = dataclasses.replace(state, guard=F.Guard(tested), flag_guards=state.flag_guards + body_flags)
         self._children_in(node, ("orelse",), state, orelse, stack)
@@ -823,6 +869,7 @@ class FileWalker:
                 facts.key_writes.append(F.KeyWrite(write.node, base, write.name, summary, write.scope, write.order))
         facts.env_writes.extend(_env_writes_from_calls(facts.calls))
         facts.env_writes.sort(key=lambda w: w.order)
+        record_class_calls(facts, self.class_tables)
 
 
 # Plain functions, not bound methods: a walker holding its own bound methods would sit in a

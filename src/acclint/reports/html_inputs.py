@@ -74,16 +74,18 @@ def load_diff(left: Path, right: Path) -> dict:
 
 
 def load_comparison(left: Path, right: Path):
-    """(comparison result, left label, right label); the result offers to_dict() and stages."""
+    """(comparison result, left label, right label); the result offers to_dict() and stages. Either side
+    may be an msprobe dump folder instead of a fingerprint (the dump reading of `acclint compare`)."""
     for path in (left, right):
         _readable("--fingerprints", path)
     try:
-        from acclint.runtime import FingerprintError, compare, load
+        from acclint.runtime import FingerprintError
+        from acclint.runtime_checks.dumps.compare_dumps import compare_paths
     except ImportError as exc:
         raise ReportInputError(f"--fingerprints needs the runtime extras ({exc.name} is missing): "
                                "pip install 'acclint[torch]' or 'acclint[mindspore]'") from None
     try:
-        result = compare(load(left), load(right))
+        result = compare_paths(left, right)
     except FingerprintError as exc:
         raise ReportInputError(f"--fingerprints: {exc}") from None
     return result, str(left), str(right)

@@ -12,7 +12,7 @@ from acclint.linter.facts import FileFacts
 from acclint.linter.frameworks import applies
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Rule
-from acclint.rules.flags import runs_only_when, written_opt_in
+from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, Source, determinism_setting, program_facts
 
 
@@ -50,12 +50,12 @@ class ExplicitRule(Rule):
 
 def report_written(ctx: FileContext, rule: Rule, node: int, message: str, *, fix: Optional[str] = None,
                    severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
-    """Report a setting written at `node`. Written under a flag this file declares off by default, it is
-    the opt-in of users who pass the flag, not what the default run does: said so, as info."""
-    opted = written_opt_in(ctx.facts, node)
-    if opted is not None:
-        message, severity = f"{message.rstrip('.')} ({runs_only_when('it', *opted)}).", "info"
-    ctx.report(rule, node, message, fix=fix, severity=severity, autofix=autofix)
+    """Report a setting written at `node`. Whether a training run executes it is a premise the engine
+    proves from the run's configuration (linter.proof, linter.runconfig): written under a branch no run
+    takes (a flag off by default, a key no config the run loads sets), it is the opt-in of users who turn
+    it on, reported as info that names the key and where its default comes from."""
+    rests_on = rule.premises if "executes" in rule.premises else (*rule.premises, "executes")
+    ctx.report(rule, node, message, fix=fix, severity=severity, autofix=autofix, rests_on=rests_on)
 
 
 class ProgramRule(Rule):
@@ -75,12 +75,13 @@ class ProgramRule(Rule):
         raise NotImplementedError
 
     def report_at_source(self, ctx: ProgramContext, source: Source, message: str, fix: Optional[str],
-                         severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
+                         severity: Optional[str] = None, autofix: Optional[Fix] = None,
+                         rests_on: Optional[tuple] = None) -> None:
         if source.step is not None:
             ctx.report(self, source.step.file, source.step.fact.node, message, fix=fix, severity=severity,
-                       autofix=autofix)
+                       autofix=autofix, rests_on=rests_on)
         elif source.shell_span is not None:
-            ctx.report_shell(self, source.shell_span, message, fix=fix, severity=severity)
+            ctx.report_shell(self, source.shell_span, message, fix=fix, severity=severity, rests_on=rests_on)
 
     def report_program(self, ctx: ProgramContext, message: str, fix: Optional[str],
                        severity: Optional[str] = None, autofix: Optional[Fix] = None, premises: tuple = ()) -> None:
@@ -91,10 +92,11 @@ class ProgramRule(Rule):
                    premises=premises, rests_on=program_premises(self))
 
     def report_absence(self, ctx: ProgramContext, facts: ProgramFacts, message: str, fix: Optional[str],
-                       severity: Optional[str] = None, autofix: Optional[Fix] = None) -> None:
-        """`report_program` for a claim that the program never does something (see `absence`)."""
+                       severity: Optional[str] = None, autofix: Optional[Fix] = None, premises: tuple = ()) -> None:
+        """`report_program` for a claim that the program never does something (see `absence`); `premises`
+        the rule proves besides it."""
         message, severity = absence(facts, message, severity)
-        self.report_program(ctx, message, fix, severity, autofix, premises=(absence_premise(ctx, facts),))
+        self.report_program(ctx, message, fix, severity, autofix, premises=(absence_premise(ctx, facts), *premises))
 
 
 def program_premises(rule) -> tuple:
@@ -183,7 +185,9 @@ class EffectRule(ExplicitRule, ProgramRule):
                 f"{runs_only_when(opt_in.source.what, opt_in.guard, opt_in.default)}: a run started without it "
                 f"has {self.effect.replace('-', ' ')} off. {self.off_consequence[:1].upper()}{self.off_consequence[1:]}",
                 f"pass {option} in every launch command of a parity run, or make it the default"
-                if opt_in.default.is_flag else f"set {option} in the config of a parity run, or make it the default")
+                if opt_in.default.is_flag else f"set {option} in the config of a parity run, or make it the default",
+                # Shown at the setting, the claim is about the program's default run, which skips that line.
+                rests_on=program_premises(self))
         elif off is None:
             statement = self.switch_on_statement
             autofix = (unsafe_fix(f"add {statement[0]}", at_entry_start(ctx, *statement))

@@ -13,6 +13,8 @@ from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import EffectRule, ExplicitRule, ProgramRule, Written
 from acclint.rules.data_loading import runs_workers, worker_init_fn
 from acclint.rules.deterministic_ops import nondeterministic_uses
+from acclint.rules.device_pins import runs_only_off
+from acclint.rules.dropout_values import complement_of, default_keep, keep_first, probability_arg, switch_off
 from acclint.rules.flags import runs_only_when
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
 from acclint.rules.values import Origin, enclosing_function, number, passed_by_a_caller, value_origin
@@ -228,6 +230,32 @@ class DeterministicAlgorithmsOff(EffectRule):
         return "call torch.use_deterministic_algorithms(True) at the start of the entry point"
 
 
+# A training entry point that switches cudnn.benchmark on when its YAML config says so (ACL202 examples).
+_BENCHMARK_BY_CONFIG = """
+import argparse
+
+import torch
+import yaml
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="configs/default.yaml")
+    with open(parser.parse_args().config) as handle:
+        cfg = yaml.safe_load(handle)
+    if cfg.get("cudnn_benchmark", False):
+        torch.backends.cudnn.benchmark = True  # expect: ACL202
+    model = torch.nn.Conv2d(3, 8, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(1, 3, 8, 8)).sum().backward()
+    optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
 class CudnnBenchmark(ExplicitRule):
     code = "ACL202"
     name = "cudnn-benchmark"
@@ -236,7 +264,10 @@ class CudnnBenchmark(ExplicitRule):
     summary = "cudnn.benchmark = True picks convolution algorithms by timing"
     doc = RuleDoc(
         what="Reports `torch.backends.cudnn.benchmark = True` wherever it is written: in an entry point, a "
-        "backend-setup helper, or a module no scanned program reaches.",
+        "backend-setup helper, or a module no scanned program reaches. Under a branch (`if args.benchmark:`, "
+        "`if cfg.get(\"cudnn_benchmark\", False):`) it is a warning when a run of the program takes the branch "
+        "(a launch flag, a config file the run loads, a default), and info naming the key and where its default "
+        "comes from when no run does.",
         why="cuDNN then times several algorithms per input shape and keeps the fastest, which can differ "
         "between runs and machines; results change in the last bits and the GPU reference is not reproducible. "
         "The flag has no effect on NPU, so the two sides also differ in kind.",
@@ -249,8 +280,37 @@ class CudnnBenchmark(ExplicitRule):
 
             if __name__ == "__main__":
                 torch.backends.cudnn.benchmark = True  # expect: ACL202
-                torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
-        """),
+                model = torch.nn.Linear(2, 1)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(2)).sum().backward()
+                optimizer.step()
+        """, "in a training entry point: proven (the run executes it)"),
+        Example(
+            {
+                "train.py": _BENCHMARK_BY_CONFIG,
+                "configs/default.yaml": """
+                    lr: 0.1
+                    cudnn_benchmark: false
+                """,
+            },
+            "a config-gated branch whose YAML default is false: reported as info naming `cudnn_benchmark` and "
+            "configs/default.yaml, the config the run loads by default",
+        ),
+        Example(
+            {
+                "train.py": _BENCHMARK_BY_CONFIG,
+                "configs/default.yaml": """
+                    cudnn_benchmark: false
+                """,
+                "configs/fast.yaml": """
+                    cudnn_benchmark: true
+                """,
+                "run.sh": """
+                    python train.py --config configs/fast.yaml
+                """,
+            },
+            "the launch script passes a YAML that sets it: a warning, proven by configs/fast.yaml",
+        ),
         Example.script("""
             import torch
             import torch.backends.cudnn as cudnn
@@ -927,7 +987,9 @@ class MindSporeDeterministicOff(EffectRule):
     switch_on_statement = ('mindspore.set_context(deterministic="ON")', "mindspore")
     doc = RuleDoc(
         what="Reports a MindSpore training entry point that never calls `mindspore.set_deterministic(True)` "
-        "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off.",
+        "(2.5+) or `mindspore.set_context(deterministic=\"ON\")` (default \"OFF\"), or that switches it off. A "
+        "program whose every device pin is a literal CPU or GPU (`set_context(device_target=\"CPU\")`, "
+        "`ms.set_device(\"GPU\")`) is not asked: the switch acts on Ascend kernels and HCCL collectives.",
         why="Ascend kernels and communication in the global group then use nondeterministic implementations; "
         "two MindSpore runs differ, so a difference against the PyTorch reference cannot be attributed. Call it "
         "before `mindspore.communication.init()` so collectives are covered.",
@@ -981,7 +1043,25 @@ class MindSporeDeterministicOff(EffectRule):
             net = nn.Dense(3, 1)
             grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
         """),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn, ops
+
+            if __name__ == "__main__":
+                ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+                ms.set_seed(0)
+                net = nn.Dense(4, 2)
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, "pinned to CPU: the switch acts on Ascend kernels and HCCL collectives only"),
     )
+
+    def required(self, ctx: ProgramContext, facts: ProgramFacts) -> bool:
+        # A program pinned to CPU or GPU never runs the Ascend kernels and HCCL collectives the switch acts
+        # on: asking for it changes nothing there (the Ascend port of the program is another program).
+        return runs_only_off(ctx, table("usage")["device_pins"]["deterministic_acts_on"]) is None
 
     def missing_message(self, ctx: ProgramContext, facts: ProgramFacts) -> str:
         return f"{ctx.program.entry.path} never switches on MindSpore deterministic computing (default \"OFF\")."
@@ -1125,7 +1205,7 @@ class DropoutInParityRun(ProgramRule):
     summary = "Dropout is active in a seeded parity run"
     doc = RuleDoc(
         what="Reports dropout with a non-zero probability (torch `nn.Dropout`/`F.dropout`, MindSpore "
-        "`nn.Dropout`, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity. "
+        "`nn.Dropout`, whose first argument is the keep probability: drop = 1 - keep_prob, Megatron `--attention-dropout`/`--hidden-dropout`) in a program that is seeded for parity. "
         "The probability may be a literal or a name acclint follows one step: a constant, a constructor's default "
         "that no caller in the program overrides, or a config attribute whose config class (declared, or the one "
         "the file and its imported modules agree on) gives a default.",
@@ -1192,6 +1272,21 @@ class DropoutInParityRun(ProgramRule):
                         self.dropout = nn.Dropout(config.hidden_dropout_prob)  # expect: ACL209
             """,
         }, title="the probability from a module constant, a constructor default, a config class's default"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn, ops
+
+            DROP = 0.1
+
+
+            if __name__ == "__main__":
+                ms.set_seed(0)
+                net = nn.SequentialCell(nn.Dense(4, 2), nn.Dropout(1 - DROP))  # expect: ACL209
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, title="MindSpore: keep_prob written as 1 - p by the code drops p"),
     )
     valid = (
         Example.script("""
@@ -1219,6 +1314,21 @@ class DropoutInParityRun(ProgramRule):
                 net = Net(dropout=0.0)
                 torch.nn.Linear(2, 1)(torch.ones(2)).sum().backward()
         """, title="the caller switches the constructor's default off"),
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn, ops
+
+            DROP = 0.0
+
+
+            if __name__ == "__main__":
+                ms.set_seed(0)
+                net = nn.SequentialCell(nn.Dense(4, 2), nn.Dropout(keep_prob=1.0), nn.Dropout(1 - DROP))
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, title="MindSpore: keep_prob=1.0 and 1 - 0.0 keep everything (no dropout)"),
     )
 
     consequence = "draws device-specific masks: GPU and NPU losses diverge from step 0 even with equal seeds."
@@ -1230,21 +1340,14 @@ class DropoutInParityRun(ProgramRule):
         for step in ctx.program.calls():
             if not step.fact.names & dropouts:
                 continue
-            p = step.fact.arg("p", 0)
-            if p is None or p.value.is_literal:
-                value = p.value.literal if p is not None else 0.5
-                if number(value) and value > 0:
-                    ctx.report(self, step.file, step.fact.node, f"dropout p={value} {self.consequence}",
-                               fix="use p=0.0 for the alignment run",
-                               autofix=unsafe_fix("set p=0.0", SetArgument(keyword="p", position=0, code="0.0")))
+            found = self._drop_probability(ctx, step)
+            if found is None:
                 continue
-            if p.keyword is None and "mindspore.nn.Dropout" in step.fact.names:
-                continue  # positionally that is keep_prob, not a drop probability (ACL704)
-            origin = self._origin(ctx, step, p.value)
-            if origin is not None and number(origin.value) and origin.value > 0:
-                ctx.report(self, step.file, step.fact.node,
-                           f"dropout p={origin.value} (`{p.value.dotted}`: {origin.what}, {origin.where}) "
-                           f"{self.consequence}", fix=f"use 0.0 for `{p.value.dotted}` in the alignment run")
+            drop, said, written = found
+            if number(drop) and drop > 0:
+                fix = f"use 0.0 for `{said}` in the alignment run" if said else "use p=0.0 for the alignment run"
+                ctx.report(self, step.file, step.fact.node, f"dropout p={drop:g}{written} {self.consequence}", fix=fix,
+                           autofix=None if said else unsafe_fix("switch dropout off", switch_off(step.fact)))
         for shell, launch in ctx.program.launches:
             for flag in ("attention-dropout", "hidden-dropout"):
                 value = launch.flags().get(flag)
@@ -1252,6 +1355,27 @@ class DropoutInParityRun(ProgramRule):
                     ctx.report_shell(self, value.span, f"--{flag} {value.value}: dropout masks differ between "
                                      "CUDA and Ascend.", fix=f"--{flag} 0.0 for the alignment run")
 
+
+    def _drop_probability(self, ctx: ProgramContext, step) -> Optional[tuple]:
+        """(drop probability, the name it comes from or "", how it is written) of a dropout call, or None
+        when not followed. MindSpore's nn.Dropout reads a keep probability first: drop = 1 - keep, and
+        `1 - x` written there is the drop probability x converted by the code."""
+        arg, keep = probability_arg(step.fact)
+        if arg is None:
+            return (1 - default_keep() if keep_first(step.fact) else 0.5), "", ""
+        value, converted = arg.value, complement_of(arg.value)
+        if converted is not None:  # keep_prob=1 - x drops x; p=1 - x drops 1 - x
+            keep, value = not keep, converted
+        if value.is_literal:
+            number_ = value.literal if number(value.literal) else None
+            if number_ is None:
+                return None
+            return (1 - number_ if keep else number_), "", f" (keep_prob={number_:g})" if keep else ""
+        origin = self._origin(ctx, step, value)
+        if origin is None or not number(origin.value):
+            return None
+        kept = f"keep_prob={origin.value:g}, " if keep else ""
+        return (1 - origin.value if keep else origin.value), value.dotted, f" ({kept}`{value.dotted}`: {origin.what}, {origin.where})"
 
     @staticmethod
     def _origin(ctx: ProgramContext, step, value) -> Optional[Origin]:

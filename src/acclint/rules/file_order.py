@@ -38,7 +38,9 @@ class UnsortedFileList(ExplicitRule):
         "`self` attributes across methods, and a function's `return` to its callers in the same file. "
         "Order-free uses stay quiet: counted, summed, tested for emptiness or membership, keyed by name, "
         "one element taken (a checkpoint, a log), files deleted or copied one by one, or handed to a function "
-        "whose use of the order is not known; test and packaging files are never reported.",
+        "whose use of the order is not known, or a reader that sorts the files itself (MindSpore's `TFRecordDataset`, "
+        "`CSVDataset`, `TextFileDataset`: knowledge/library_behaviour.toml, read from the installed MindSpore); "
+        "test and packaging files are never reported.",
         why="These calls return entries in the order the file system keeps them: ext4 hashes names, XFS and "
         "Lustre/GPFS/OBS-backed storage use their own orders, and the order changes when files are copied. The "
         "GPU cluster and the NPU cluster hold the same dataset on different storage, so sample i is a different "
@@ -172,6 +174,18 @@ class UnsortedFileList(ExplicitRule):
 
             setup(name="demo", package_data={"": package_files("demo/assets")})
         """, "packaging", path="setup.py"),
+        Example.script("""
+            import glob
+            import os
+
+            import mindspore.dataset as ds
+
+
+            def create_dataset(root, batch_size):
+                files = [f for f in glob.glob(os.path.join(root, "*.tfrecord")) if "eval" not in f]
+                data = ds.TFRecordDataset(files, columns_list=["image", "label"], shuffle=ds.Shuffle.FILES)
+                return data.batch(batch_size)
+        """, "MindSpore's TFRecordDataset sorts the files it is given (read from its installed source)"),
     )
 
     def written(self, facts: FileFacts) -> Iterator[Written]:

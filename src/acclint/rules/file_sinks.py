@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
+from acclint.knowledge.library import sorted_input
 from acclint.linter.facts import Call, FileFacts
 
 
@@ -98,6 +99,8 @@ class Reach:
         """A reason when `callee` (taking the listing as an argument) is a sink."""
         name = last(callee)
         call = call or self._call_before(callee, scope, order)
+        if call is not None and sorted_input(call.names) is not None:
+            return None  # the reader sorts the files it is given (knowledge/library_behaviour.toml)
         table_ = fo()
         if name in table_["dataset_functions"] or name.endswith(tuple(table_["dataset_suffixes"])) \
                 or name in self.facts.classes and self.dataset_class(name):

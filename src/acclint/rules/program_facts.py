@@ -8,12 +8,14 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
+from acclint.knowledge.library import seeders as library_seeders
 from acclint.linter.context import ProgramContext
-from acclint.linter.facts import MODULE_SCOPE, Assignment, Call, EnvWrite, FlagGuard
+from acclint.linter.facts import Assignment, Call, EnvWrite, FlagGuard
 from acclint.linter.models import builds_weights
 from acclint.linter.frameworks import file_frameworks
 from acclint.linter.project import Program, Step, is_training_marker
-from acclint.rules.flags import OffByDefault, launch_contradicts, opt_in_guard, passed_by_launch
+from acclint.linter.runconfig import flow_guards, off_in_every_run, run_config
+from acclint.rules.flags import OffByDefault, opt_in_guard, passed_by_launch
 from acclint.rules.memo import per_flow, per_program
 
 
@@ -60,7 +62,7 @@ class ProgramFacts:
     effects: dict = field(default_factory=dict)  # effect -> Source
     effects_off: dict = field(default_factory=dict)  # effect -> Source that switches it off
     uses: dict = field(default_factory=dict)  # usage -> Step showing it
-    # usage -> the flag guards of each place showing it (one tuple per place; () = unconditional)
+    # usage -> the flag guards of each place showing it, as ((FlagGuard, FileFacts), ...) per place; () = unconditional
     use_guards: dict = field(default_factory=dict)
     imports: set = field(default_factory=set)  # top-level packages imported by reached files
     # The tensor frameworks it trains with: those its entry script and the files holding its training
@@ -88,9 +90,11 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
     out = replace(flow, seeded=dict(flow.seeded), effects=dict(flow.effects), effects_off=dict(flow.effects_off),
                   uses=dict(flow.uses), imports=set(flow.imports), optional_seeds=list(flow.optional_seeds),
                   always_seeded=set(flow.always_seeded), optional_effects=dict(flow.optional_effects))
-    launches = [launch for _, launch in ctx.program.launches]
-    for name, places in flow.use_guards.items():  # a branch every launch of this run switches off
-        if launches and all(launch_contradicts(guards, launch) for guards in places for launch in launches):
+    config = run_config(ctx.project, ctx.program, [(f"{shell.path}:{launch.span.line}", launch,
+                                                     ctx.project.launch_folders(shell.abspath))
+                                                    for shell, launch in ctx.program.launches])
+    for name, places in flow.use_guards.items():  # a branch every run of this program switches off
+        if all(placed and off_in_every_run(config, placed) for placed in places):
             del out.uses[name]
     seeding = table("seeding")
     for effect, opt_in in flow.optional_effects.items():  # opted in by this run's launch: on after all
@@ -118,16 +122,12 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
             out.imports.update(t.split(".", 1)[0] for t in targets)
     models = _ModelFinder(ctx)
     open_calls = _OpenCalls(ctx)
-    caller_guards: dict = {}  # depth -> guards in force at the latest call of that depth
-    for step in program.flow:
+    for step, guards in zip(program.flow, flow_guards(program)):
         fact = step.fact
         if not isinstance(fact, (Call, Assignment, EnvWrite)):
             continue
-        inherited = caller_guards.get(step.depth - 1, ()) if step.depth and fact.scope != MODULE_SCOPE else ()
-        guards = inherited + fact.flag_guards
         opt_in = opt_in_guard(ctx, guards) if guards else None
         if isinstance(fact, Call):
-            caller_guards[step.depth] = guards
             _seeding_call(ctx, step, fact, opt_in, out)
             _record_setting(step, opt_in, out)
             _usage(step, fact, out, guards)
@@ -216,7 +216,7 @@ def _training_frameworks(program: Program) -> frozenset:
 
 
 def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
-    seeders = table("seeding")["seeders"]
+    seeders = library_seeders()
     for name in (*call.names, *_local_class_seeders(ctx, step, call, seeders)):
         entry = seeders.get(name)
         if entry is not None:

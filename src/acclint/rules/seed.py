@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from acclint.knowledge import table
+from acclint.knowledge.library import seeders as library_seeders
 from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, safe_fix, span_location, unsafe_fix
 from acclint.linter.facts import MODULE_SCOPE, FunctionDef
@@ -14,6 +15,7 @@ from acclint.rules.base import ProgramRule, absence, absence_premise, at_entry_s
 from acclint.rules.data_loading import loader_draws
 from acclint.rules.memo import per_flow
 from acclint.rules.program_facts import ProgramFacts, first_model_label
+from acclint.rules.weights_replaced import draws_replaced
 from acclint.linter.documented import display_beside
 from acclint.rules.flags import documented_starts, passed_by_launch, runs_only_when
 
@@ -27,7 +29,7 @@ def _uncalled_seeders(ctx: ProgramContext, facts: ProgramFacts) -> list:
 
 
 def _find_uncalled_seeders(ctx: ProgramContext) -> list:
-    seeders = table("seeding")["seeders"]
+    seeders = library_seeders()
     program, entry = ctx.program, ctx.program.entry
     candidates = [(entry, function) for function in entry.functions.values()]
     for imp in entry.imports:
@@ -81,8 +83,11 @@ class UnseededGenerator(ProgramRule):
         message = f"{self.label} is never seeded in the program started by {ctx.program.entry.path}{detail}.{hint}"
         # Unsafe: seeding changes every random draw the run makes from here on.
         autofix = unsafe_fix(f"add {self.seed_statement[0]}", at_entry_start(ctx, *self.seed_statement))
+        # Draws that only initialise weights a checkpoint then replaces never reach training.
+        replaced = draws_replaced(ctx, self.used_by) if use is not None else None
         self.report_absence(ctx, facts, message, f"call `{self.seed_call}` at the start of the entry point "
-                            "(or a helper that does, e.g. transformers.set_seed)", severity, autofix)
+                            "(or a helper that does, e.g. transformers.set_seed)", severity, autofix,
+                            premises=(replaced,) if replaced is not None else ())
 
 
 _NUMPY_DOC = RuleDoc(
@@ -183,6 +188,23 @@ class UnseededPythonRandom(UnseededGenerator):
             def helper():
                 return random.random()
         """, "a library module: not an entry point"),
+        Example.script("""
+            import random
+
+            import mindspore as ms
+            from mindspore import nn, ops
+
+
+            if __name__ == "__main__":
+                ms.set_seed(1)
+                order = list(range(8))
+                random.shuffle(order)
+                net = nn.Dense(4, 2)
+                opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+                step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+                step.set_train()
+                step(ops.ones((8, 4)), ops.ones((8, 2)))
+        """, "mindspore.set_seed seeds `random` too (it calls mindspore.dataset.config.set_seed)"),
     )
 
 
@@ -1114,7 +1136,8 @@ class SeedBehindOptionalFlag(ProgramRule):
                        f"leaves {names} unseeded.{_how_started(ctx, documented)}",
                        fix=(f"pass {default.option} <seed> in every launch command, or give it a default"
                             if default.is_flag else f"set {default.option} in the config, or give it a default"),
-                       severity=None if ctx.program.launches or documented else "info")
+                       severity=None if ctx.program.launches or documented else "info",
+                       rests_on=program_premises(self))  # about the default run, which skips that line
 
 
 def _how_started(ctx: ProgramContext, documented: list) -> str:

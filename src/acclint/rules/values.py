@@ -195,9 +195,9 @@ def value_origin(project, file: FileFacts, scope: str, order: int, value: Value)
     return config_attribute(project, file, init, parts[0], parts[1])
 
 
-def passed_by_a_caller(project, program, file: FileFacts, function: FunctionDef, param: str) -> bool:
-    """Whether a call in `program` to `function` (or to its class, for `__init__`) passes `param`,
-    by keyword, by position or through `*args`/`**kwargs`: then its default is not what runs."""
+def caller_arguments(project, program, file: FileFacts, function: FunctionDef, param: str) -> Iterator[tuple]:
+    """(step, Arg) for each call in `program` to `function` (or to its class, for `__init__`) that passes
+    `param` by keyword or by position; Arg is None where it may come through `*args`/`**kwargs`."""
     method = function.owner is not None
     target_name = function.owner if function.qualname.endswith(".__init__") else function.qualname
     last = target_name.rsplit(".", 1)[-1]
@@ -209,6 +209,12 @@ def passed_by_a_caller(project, program, file: FileFacts, function: FunctionDef,
         target = project.local_target(step.file, call.callee, call.scope, {})
         if target is None or target[0] is not file or target[1].qualname != target_name:
             continue
-        if call.arg(param, position) is not None or any(a.star for a in call.args):
-            return True
-    return False
+        arg = call.arg(param, position)
+        if arg is not None or any(a.star for a in call.args):
+            yield step, arg
+
+
+def passed_by_a_caller(project, program, file: FileFacts, function: FunctionDef, param: str) -> bool:
+    """Whether a call in `program` to `function` (or to its class, for `__init__`) passes `param`,
+    by keyword, by position or through `*args`/`**kwargs`: then its default is not what runs."""
+    return next(caller_arguments(project, program, file, function, param), None) is not None

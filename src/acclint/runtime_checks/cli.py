@@ -1,4 +1,4 @@
-"""`acclint compare A.json B.json`: exit 0 parity, 1 mismatches, 2 error (never a traceback)."""
+"""`acclint compare A.json B.json` (or msprobe dumps): exit 0 parity, 1 mismatches, 2 error (never a traceback)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from acclint.runtime_checks.compare.compare import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
     DEFAULT_UPDATE_RTOL,
-    compare,
 )
+from acclint.runtime_checks.dumps.compare_dumps import compare_paths
 from acclint.runtime_checks.model.errors import FingerprintError
-from acclint.runtime_checks.distributed.rank_files import load
 
 EXIT_PARITY, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 
@@ -27,8 +26,8 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float) -> f
 
 
 @click.command("compare")
-@click.argument("left", type=click.Path(dir_okay=False))
-@click.argument("right", type=click.Path(dir_okay=False))
+@click.argument("left", type=click.Path())
+@click.argument("right", type=click.Path())
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Readable verdict or the JSON contract.")
 @click.option("--output", "output", type=click.Path(dir_okay=False), default=None,
@@ -43,13 +42,17 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float) -> f
               callback=_non_negative,
               help="Relative tolerance for module activations (scaled by each tensor's RMS / norm).")
 @click.option("--mapping", type=click.Path(dir_okay=False), default=None,
-              help="YAML name mapping (names / prefixes / cells / ignore) for names the built-in table does not know.")
+              help="YAML name mapping (names / prefixes / cells / ignore) for names the built-in table does not know; "
+              "for msprobe dumps also msprobe's cell-mapping or layer-mapping file.")
+@click.option("--step", type=click.IntRange(min=0), default=None,
+              help="msprobe dumps: the step folder to read (default: the first one).")
 def compare_command(left: str, right: str, output_format: str, output: str | None, rtol: float, atol: float,
-                    update_rtol: float, activation_rtol: float, mapping: str | None) -> None:
-    """Compare two step-0 fingerprints (LEFT, RIGHT) written by acclint.runtime.capture or Probe."""
+                    update_rtol: float, activation_rtol: float, mapping: str | None, step: int | None) -> None:
+    """Compare two step-0 fingerprints (LEFT, RIGHT) written by acclint.runtime.capture or Probe, or msprobe
+    dumps (a dump_path, a step* folder or a rank / proc folder; PyTorch or MindSpore), or one of each."""
     try:
-        result = compare(load(left), load(right), rtol=rtol, atol=atol, update_rtol=update_rtol,
-                         activation_rtol=activation_rtol, mapping=mapping)
+        result = compare_paths(left, right, rtol=rtol, atol=atol, update_rtol=update_rtol,
+                               activation_rtol=activation_rtol, mapping=mapping, step=step)
         report = json.dumps(result.to_dict(), indent=2) if output_format == "json" else result.verdict()
         if output:
             Path(output).write_text(report + "\n", encoding="utf-8")

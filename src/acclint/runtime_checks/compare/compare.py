@@ -39,7 +39,7 @@ from acclint.runtime_checks.model.names import (
     without_wrappers,
 )
 from acclint.runtime_checks.model.optimizers import STANDS_FOR, hparam, merge_equal_groups, values_equal
-from acclint.runtime_checks.model.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM
+from acclint.runtime_checks.model.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM, StagedVerdict
 
 # Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
 DEFAULT_RTOL = 1e-5
@@ -103,7 +103,7 @@ class StageOutcome:
 
 
 @dataclass
-class ComparisonResult:
+class ComparisonResult(StagedVerdict):
     left: Fingerprint
     right: Fingerprint
     stages: list[StageOutcome]
@@ -112,14 +112,6 @@ class ComparisonResult:
     update_rtol: float = DEFAULT_UPDATE_RTOL
     activation_rtol: float = DEFAULT_ACTIVATION_RTOL
     notes: list[str] = field(default_factory=list)  # said under the verdict (see `notes`)
-
-    @property
-    def ok(self) -> bool:
-        return not self.mismatches
-
-    @property
-    def mismatches(self) -> list[Mismatch]:
-        return [m for outcome in self.stages for m in outcome.mismatches]
 
     @property
     def causes(self) -> list[Mismatch]:
@@ -144,6 +136,12 @@ class ComparisonResult:
         return _encode_non_finite(
             {"version": REPORT_VERSION, "ok": self.ok, "mismatches": [m.to_dict() for m in self.mismatches]}
         )
+
+    @property
+    def tolerances(self) -> str:
+        """The tolerances the verdict names (a dump comparison states its own)."""
+        return (f"rtol {self.rtol:g}, atol {self.atol:g}, update rtol {self.update_rtol:g}, "
+                f"activation rtol {self.activation_rtol:g}")
 
     def verdict(self) -> str:
         from acclint.runtime_checks.compare.verdict import render_text

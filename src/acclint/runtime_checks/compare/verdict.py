@@ -69,8 +69,7 @@ def render_text(result: "ComparisonResult") -> str:
         lines.append(f"{head} {_status(outcome)}")
         lines.extend(_details(outcome))
     lines.append("")
-    tolerance = (f"rtol {result.rtol:g}, atol {result.atol:g}, update rtol {result.update_rtol:g}, "
-                 f"activation rtol {result.activation_rtol:g}")
+    tolerance = result.tolerances
     if result.ok:
         unrecorded = [o.title for o in result.stages if o.skipped]
         partly = [o.title for o in result.stages if o.partial]

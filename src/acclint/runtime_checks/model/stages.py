@@ -62,3 +62,19 @@ KIND_STAGES = {
     "update": "update",
     "env": "env",
 }
+
+
+class StagedVerdict:
+    """What every verdict made of stages offers (a fingerprint comparison, a dump comparison): the
+    differences in stage order, and parity when there are none. Subclasses hold `stages`, each
+    outcome with its `mismatches`."""
+
+    stages: list
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    @property
+    def mismatches(self) -> list:
+        return [m for outcome in self.stages for m in outcome.mismatches]

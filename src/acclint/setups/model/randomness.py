@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from acclint.knowledge import table
+from acclint.knowledge.library import seeders as library_seeders
 from acclint.linter.facts import Call
 from acclint.setups.diff import Mismatch
 from acclint.setups.model.read import ModelFile, ModelSide
@@ -39,7 +40,7 @@ def _random() -> dict:
 
 @lru_cache(maxsize=1)
 def _seeders() -> dict:
-    return {name: frozenset(entry.get("covers", ())) for name, entry in table("seeding")["seeders"].items()}
+    return {name: frozenset(entry.get("covers", ())) for name, entry in library_seeders().items()}
 
 
 def inventory(side: ModelSide) -> Inventory:
