@@ -210,3 +210,122 @@ def test_logits_cut_to_the_real_vocabulary_or_no_padding_is_left_alone(tmp_path)
     unpadded["arguments.py"] = "import argparse\n\n\ndef parse():\n    return argparse.Namespace(padded=1)\n"
     unpadded["pretrain.py"] = MEGATRON_STYLE["pretrain.py"].replace("args.padded_vocab_size", "50257")
     assert findings(tmp_path / "b", unpadded, "ACL903") == []
+
+
+# -- ACL904: clipping a sharded model by its local norm ------------------------------------------
+
+FSDP_CLIP = code("""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+    def train(model, optimizer):
+        for step in range(4):
+            loss = model(torch.randn(8, 64)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        dist.init_process_group("hccl")
+        model = FSDP(torch.nn.Linear(64, 64){strategy})
+        train(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
+""")
+
+
+def _premise(finding, name: str):
+    return next(p for p in finding.premises if p.premise == name)
+
+
+def test_a_local_clip_under_fsdp_states_the_sharding_as_a_proven_premise(tmp_path):
+    found = findings(tmp_path, {"train.py": FSDP_CLIP.format(strategy="")}, "ACL904")
+    assert [f.line for f in found] == [11]
+    value = _premise(found[0], "value")
+    assert value.proven and "train.py:17" in value.evidence and "FULL_SHARD by default" in value.evidence
+    assert found[0].proven and found[0].severity == "warning"
+
+
+def test_an_unreadable_sharding_strategy_leaves_the_premise_open(tmp_path):
+    found = findings(tmp_path, {"train.py": FSDP_CLIP.format(strategy=", sharding_strategy=args.strategy")},
+                     "ACL904")
+    value = _premise(found[0], "value")
+    assert not value.proven and "sharding_strategy" in value.evidence
+    assert not found[0].proven
+
+
+def test_no_shard_keeps_whole_gradients_and_is_not_reported(tmp_path):
+    source = FSDP_CLIP.format(strategy=", sharding_strategy=ShardingStrategy.NO_SHARD").replace(
+        "import FullyShardedDataParallel as FSDP", "import FullyShardedDataParallel as FSDP, ShardingStrategy")
+    assert findings(tmp_path, {"train.py": source}, "ACL904") == []
+
+
+def test_clipping_each_shard_by_its_own_norm_is_not_clipping_the_whole_gradient():
+    """The fact ACL904 rests on, in torch: 8 shards clipped by their local norms vs the gradient clipped once."""
+    torch.manual_seed(0)
+    grad = torch.randn(8 * 1024) * 0.02  # total norm about 1.8
+    whole = torch.nn.Parameter(torch.zeros_like(grad))
+    whole.grad = grad.clone()
+    total = torch.nn.utils.clip_grad_norm_([whole], max_norm=1.0)
+    shards = [torch.nn.Parameter(torch.zeros(1024)) for _ in range(8)]
+    for index, shard in enumerate(shards):
+        shard.grad = grad[index * 1024:(index + 1) * 1024].clone()
+        local = torch.nn.utils.clip_grad_norm_([shard], max_norm=1.0)
+        assert local < 1.0 < total  # each local norm is about total / sqrt(8): no shard is clipped
+    clipped_locally = torch.cat([shard.grad for shard in shards])
+    assert torch.allclose(clipped_locally, grad)  # the 8-card run did not clip at all
+    assert torch.linalg.vector_norm(whole.grad).item() == pytest.approx(1.0, rel=1e-4)  # the 1-card run did
+
+
+# -- ACL905: a metric summed over DistributedSampler shards -----------------------------------------
+
+def test_distributed_sampler_repeats_samples_to_even_the_shards():
+    """The fact ACL905 rests on: 1,001 samples on 8 ranks are 1,008 indices, 7 of them repeats."""
+    from torch.utils.data.distributed import DistributedSampler
+
+    dataset = list(range(1001))
+    indices = [i for rank in range(8) for i in DistributedSampler(dataset, num_replicas=8, rank=rank, shuffle=False)]
+    assert len(indices) == 1008 and len(set(indices)) == 1001
+    dropped = [i for rank in range(8)
+               for i in DistributedSampler(dataset, num_replicas=8, rank=rank, shuffle=False, drop_last=True)]
+    assert len(dropped) == 1000
+
+
+EVAL = code("""
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+    from torch.utils.data.distributed import DistributedSampler
+
+
+    def evaluate(model, dataset):
+        sampler = DistributedSampler(dataset, shuffle=False{drop})
+        correct = torch.zeros(1)
+        for x, y in DataLoader(dataset, sampler=sampler):
+            correct += (model(x).argmax(1) == y).sum()
+        dist.all_reduce(correct)
+        return correct
+
+
+    if __name__ == "__main__":
+        model = torch.nn.Linear(8, 3)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2, 8)).sum().backward()
+        optimizer.step()
+        evaluate(model, [])
+""")
+
+
+@pytest.mark.parametrize("drop, says", [("", "repeating up to W - 1"), (", drop_last=True", "drops the last")])
+def test_an_evaluation_sampler_is_reported_with_what_it_does_to_the_count(tmp_path, drop, says):
+    found = findings(tmp_path, {"train.py": EVAL.format(drop=drop)}, "ACL905")
+    assert [f.line for f in found] == [8]
+    assert says in found[0].message and found[0].proven
+
+
+def test_gather_for_metrics_drops_the_duplicates_and_is_left_alone(tmp_path):
+    source = EVAL.format(drop="").replace("dist.all_reduce(correct)", "dist.all_reduce(correct)\n"
+                                          "    correct = accelerator.gather_for_metrics(correct)")
+    assert findings(tmp_path, {"train.py": source}, "ACL905") == []

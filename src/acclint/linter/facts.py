@@ -108,6 +108,10 @@ class Call:
     # Where the call's result flows, outermost first (see `Sink`): `files = sorted(os.listdir(d))`
     # gives os.listdir ("name:files", "arg:sorted").
     sinks: tuple = ()
+    # For a construction made through a name holding a class (`norm_layer(dim)` with
+    # `norm_layer=nn.LayerNorm`; linter.class_values): where the class came from. The Call is recorded
+    # after the call as written, at the same node, with the class as callee and the arguments it gets.
+    built_from: Optional["ClassValue"] = None
 
     def arg(self, keyword: str, position: Optional[int] = None) -> Optional[Arg]:
         """The argument passed by keyword, or at `position` if passed positionally."""
@@ -123,6 +127,19 @@ class Call:
     @property
     def method(self) -> str:
         return self.callee.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassValue:
+    """Where the class a call builds came from: the name holding it, the node that says so (a function
+    whose parameter defaults to it, a call passing it; None for a local assignment), how, and whether
+    the file shows it is the class used (every construction seen leaves the default, or passes it)."""
+
+    name: str
+    node: Optional[int]
+    how: str  # "the default of Block.__init__", "passed to Block", "assigned in build", "an entry of the dict"
+    proven: bool
+    site: Optional[int] = None  # for a default: a construction that leaves it (`Block(32)`)
 
 
 class Sink:

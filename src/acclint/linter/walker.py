@@ -15,6 +15,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from acclint.linter import facts as F
+from acclint.linter.class_values import record_class_calls
 from acclint.linter.names import bind_aliases, resolve
 
 _SKIPPED_FIELDS = frozenset(
@@ -340,6 +341,8 @@ class FileWalker:
         # id(cst.Call) -> [(Value, chain index or -1 for its base)]: Values whose calls' arguments are filled
         # in when the walk reaches those calls (their Args are summarised once, there).
         self.pending_args: dict = {}
+        # Module-level dicts of classes (`NORMS = {"ln": nn.LayerNorm}`): name -> [(Value, node)].
+        self.class_tables: dict = {}
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _node(self, node: cst.CSTNode) -> int:
@@ -360,7 +363,7 @@ class FileWalker:
             value.mentions = mentions(node)
             if type(node) is cst.IfExp:
                 value.choices = (literal(node.body), literal(node.orelse))
-            elif type(node) is cst.Comparison:
+            elif type(node) is cst.Comparison or (type(node) is cst.BooleanOperation and type(node.operator) is cst.Or):
                 self._operation(value, node, depth)
         elif value.literal is F.NOT_LITERAL:
             self._chain_into(value, node, depth)
@@ -388,7 +391,7 @@ class FileWalker:
             self.value_nodes.append(value)
 
     def _operation(self, value: F.Value, node: cst.CSTNode, depth: int) -> None:
-        """`value.op`/`operands` for arithmetic, a single comparison or a unary minus (bounded depth)."""
+        """`value.op`/`operands` for arithmetic, a single comparison, a unary minus or `a or b` (bounded depth)."""
         if depth > 3:
             return
         kind = type(node)
@@ -400,6 +403,8 @@ class FileWalker:
             operands = (node.left, node.comparisons[0].comparator)
         elif kind is cst.UnaryOperation and type(node.operator) is cst.Minus:
             op, operands = "neg", (node.expression,)
+        elif kind is cst.BooleanOperation and type(node.operator) is cst.Or:  # `norm_layer or nn.LayerNorm`
+            op, operands = "or", (node.left, node.right)
         else:
             return
         if op is not None:
@@ -651,6 +656,8 @@ class FileWalker:
         value_state = _sunk(state, sink) if sink else state
         if sink and sink[0] != "k" and type(value) in _COLLECTIONS:  # `COMMANDS = {"train": run_train}`
             self._reference(value, sink, state)
+        if type(value) is cst.Dict and names and state.scope == F.MODULE_SCOPE:
+            self._class_table(node, names[0], value)
         for target in targets:
             if isinstance(target, cst.Name):
                 if value_dotted is not None:
@@ -682,6 +689,14 @@ class FileWalker:
         stack.append(_Restore(value_state))
         self._children_in(node, ("targets",) if isinstance(node, cst.Assign) else ("target",), state, state, stack)
         return None
+
+    def _class_table(self, node, name: str, value: cst.Dict) -> None:
+        """The dotted entries of a module-level dict: candidates for `NAME[key](...)` (linter.class_values)."""
+        entries = [self._value(e.value) for e in value.elements
+                   if type(e) is cst.DictElement and dotted_name(e.value) is not None]
+        if entries:
+            where = self._node(node)
+            self.class_tables[name] = [(entry, where) for entry in entries]
 
     def _attribute(self, node: cst.Attribute, state: _State, stack: list):
         value = node.value
@@ -865,6 +880,7 @@ class FileWalker:
                 facts.key_writes.append(F.KeyWrite(write.node, base, write.name, summary, write.scope, write.order))
         facts.env_writes.extend(_env_writes_from_calls(facts.calls))
         facts.env_writes.sort(key=lambda w: w.order)
+        record_class_calls(facts, self.class_tables)
 
 
 # Plain functions, not bound methods: a walker holding its own bound methods would sit in a

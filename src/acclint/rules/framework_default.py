@@ -10,6 +10,7 @@ from typing import ClassVar, Optional
 from acclint.findings import Premise
 from acclint.knowledge import table
 from acclint.knowledge.library import train_mode_setters
+from acclint.linter.class_values import built_premises, built_through
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
@@ -90,12 +91,48 @@ class MindSporeDefault(Rule):
             judged = self.judge(ctx.facts, call, entry)
             if judged:
                 problem, premises = judged
-                ctx.report(self, call.node, f"`{call.callee}` with {problem}: MindSpore uses {entry['mindspore']}; "
-                           f"PyTorch uses {entry['torch']}.", fix=self.doc.fix, premises=premises)
+                ctx.report(self, call.node, f"`{call.callee}`{built_through(ctx.facts, call)} with {problem}: "
+                           f"MindSpore uses {entry['mindspore']}; PyTorch uses {entry['torch']}.", fix=self.doc.fix,
+                           premises=built_premises(ctx.facts, call, premises))
 
 
 def _doc(what: str, why: str, fix: str, key: str) -> RuleDoc:
     return RuleDoc(what, why, fix, references=(_entry(key)["source"],))
+
+
+_NORM_LAYER_PROGRAM = """
+    from functools import partial
+
+    import mindspore as ms
+    import numpy as np
+    from mindspore import nn
+
+
+    class Block(nn.Cell):
+        def __init__(self, dim, norm_layer={norm_layer}):
+            super().__init__()
+            self.norm = norm_layer((dim,)){marker}
+            self.fc = nn.Dense(dim, dim)
+
+        def construct(self, x):
+            return x + self.fc(self.norm(x))
+
+
+    def main():
+        net = nn.SequentialCell([Block(16), nn.Dense(16, 4)])
+        loss_fn = nn.CrossEntropyLoss()
+        optimizer = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+        grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, optimizer.parameters)
+        x = ms.Tensor(np.ones((8, 16), np.float32))
+        y = ms.Tensor(np.zeros((8,), np.int32))
+        for step in range(4):
+            loss, grads = grad_fn(x, y)
+            optimizer(grads)
+
+
+    if __name__ == "__main__":
+        main()
+"""
 
 
 class LayerNormEpsilon(MindSporeDefault):
@@ -103,7 +140,10 @@ class LayerNormEpsilon(MindSporeDefault):
     name = "mindspore-layernorm-epsilon"
     key = "layernorm"
     summary = "mindspore.nn.LayerNorm without `epsilon` (1e-7; PyTorch 1e-5)"
-    doc = _doc("Reports `mindspore.nn.LayerNorm(...)` without `epsilon`.",
+    doc = _doc("Reports `mindspore.nn.LayerNorm(...)` without `epsilon`, also where the class reaches the call as "
+               "a value (`norm_layer=nn.LayerNorm`, `functools.partial(nn.LayerNorm, ...)`, a dict of classes) and is "
+               "built there (`self.norm = norm_layer((dim,))`), with the arguments it gets there and those the "
+               "partial binds.",
                "MindSpore's default epsilon is **1e-7**, PyTorch's `nn.LayerNorm` eps is **1e-5** (100x larger). "
                "For rows with small variance the normalised values differ, and so does every layer after.",
                "Pass the PyTorch model's value: `nn.LayerNorm((hidden,), epsilon=1e-5)` (or use "
@@ -116,7 +156,8 @@ class LayerNormEpsilon(MindSporeDefault):
             def __init__(self, hidden):
                 super().__init__()
                 self.norm = nn.LayerNorm((hidden,))  # expect: ACL701
-    """),)
+    """), Example.script(_NORM_LAYER_PROGRAM.format(norm_layer="nn.LayerNorm", marker="  # expect: ACL701"),
+                         "a port of a timm-style block: the class is a parameter's default, built in __init__"))
     valid = (Example.script("""
         from mindspore import nn, mint
 
@@ -126,7 +167,8 @@ class LayerNormEpsilon(MindSporeDefault):
                 super().__init__()
                 self.norm = nn.LayerNorm((hidden,), epsilon=1e-5)
                 self.norm2 = mint.nn.LayerNorm(hidden)
-    """),)
+    """), Example.script(_NORM_LAYER_PROGRAM.format(norm_layer="partial(nn.LayerNorm, epsilon=1e-5)", marker=""),
+                         "the partial binds PyTorch's epsilon"))
 
 
 class BatchNormMomentum(MindSporeDefault):
@@ -400,8 +442,9 @@ class ConvDefaults(MindSporeDefault):
                                             "padding=kernel_size//2, not its default padding=0.")
             else:
                 severity, detail = None, ""
-            ctx.report(self, call.node, f"`{call.callee}` with {problem}: MindSpore uses {entry['mindspore']}; "
-                       f"PyTorch uses {entry['torch']}.{detail}", fix=self.doc.fix, severity=severity)
+            ctx.report(self, call.node, f"`{call.callee}`{built_through(ctx.facts, call)} with {problem}: MindSpore "
+                       f"uses {entry['mindspore']}; PyTorch uses {entry['torch']}.{detail}", fix=self.doc.fix,
+                       severity=severity, premises=built_premises(ctx.facts, call))
 
 
 def _literal_ints(call: Call, keyword: str, position: int, default=None) -> Optional[tuple]:

@@ -15,6 +15,7 @@ from typing import Optional
 
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
+from acclint.findings import Premise
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule
@@ -429,4 +430,404 @@ class PaddedVocabularyCrossEntropy(ProgramRule):
                            "padded columns before the loss")
 
 
-RULES = [BatchNormWithoutSync(), MeanLossOverAccumulation(), PaddedVocabularyCrossEntropy()]
+# -- clipping a sharded model by its local norm -------------------------------------------------
+
+
+def _unsharded(call: Call) -> Optional[bool]:
+    """Whether an FSDP call keeps whole parameters on every rank: True (NO_SHARD), False (it shards,
+    FULL_SHARD by default), None (the strategy is a value acclint cannot read)."""
+    strategy = _table()["sharded_clip"]["strategy"]
+    arg = call.arg(strategy["keyword"])
+    if arg is None:
+        return False
+    text = _last(arg.value.dotted or (arg.value.literal if isinstance(arg.value.literal, str) else None))
+    if text in strategy["unsharded"]:
+        return True
+    return False if text in strategy["sharded"] else None
+
+
+def _sharding_premise(step) -> Optional[Premise]:
+    """What shards the gradients, as a premise; None when the wrapper certainly does not shard."""
+    call, where = step.fact, _where(step.file, step.fact)
+    if call.names & _DEEPSPEED:
+        return Premise("value", False, f"{call.callee} at {where}: the ZeRO stage lives in the DeepSpeed config, "
+                       "which is not read (stages 2 and 3 keep gradients in partitioned buffers)")
+    unsharded = _unsharded(call)
+    if unsharded:
+        return None
+    if unsharded is None:
+        keyword = _table()["sharded_clip"]["strategy"]["keyword"]
+        return Premise("value", False, f"{call.callee} at {where}: {keyword} is a value acclint cannot read")
+    default = _table()["sharded_clip"]["strategy"]["default"]
+    written = call.arg(_table()["sharded_clip"]["strategy"]["keyword"])
+    how = f"{written.value.dotted or written.value.literal}" if written is not None else f"{default} by default"
+    return Premise("value", True, f"{call.callee} at {where} shards parameters and gradients ({how})")
+
+
+_DEEPSPEED = frozenset({"deepspeed.initialize"})
+
+_FSDP_PROGRAM = """
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+    def main():
+        dist.init_process_group("hccl")
+        model = FSDP(torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 64)))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        for step in range(10):
+            loss = model(torch.randn(8, 64)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            {clip}
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+class LocalClipOfShardedModel(ProgramRule):
+    code = "ACL904"
+    name = "local-clip-of-sharded-model"
+    category = "parallel"
+    severity = "warning"
+    maturity = "preview"  # until measured on the judged corpus (CONTRIBUTING.md, "Precision")
+    summary = "torch.nn.utils.clip_grad_norm_ in a program whose FSDP or DeepSpeed ZeRO shards the gradients"
+    frameworks = ("torch",)
+    tensor_framework = "torch"
+    doc = RuleDoc(
+        what="Reports `torch.nn.utils.clip_grad_norm_` reached in a program that wraps its model in "
+        "`FullyShardedDataParallel` (any `sharding_strategy` but `NO_SHARD`) or builds a DeepSpeed engine "
+        "(`deepspeed.initialize`). The FSDP finding's premise names the strategy; the DeepSpeed finding stays "
+        "unproven, since the ZeRO stage is in the DeepSpeed config. FSDP2 (`fully_shard`) is not reported: its "
+        "parameters are DTensors, and `clip_grad_norm_` reduces their norm across the mesh.",
+        why="`clip_grad_norm_` scales every gradient by `max_norm / ||g||`, where `||g||` is the norm of the "
+        "gradients it is given. Under FSDP those are this rank's shard: each of W ranks holds about 1/W of the "
+        "gradient, so its local norm is about `||g|| / sqrt(W)`. On 1 card clipping starts at `||g|| > max_norm`; "
+        "on 8 cards each rank starts only at about `sqrt(8) = 2.83` times that, and each rank scales its shard by "
+        "its own factor, which bends the update's direction. The result depends on the card count: an 8-NPU run "
+        "and a 1-GPU (or 16-GPU) reference clip differently from the first step whose norm exceeds `max_norm`. "
+        "Under DeepSpeed ZeRO the gradients live in partitioned buffers and the engine clips them itself "
+        "(`gradient_clipping`, 1.0 by default in DeepSpeed 0.19.8).",
+        fix="FSDP: `model.clip_grad_norm_(max_norm)` on the root FSDP module, which all-reduces the shards' norms. "
+        "DeepSpeed: `\"gradient_clipping\": max_norm` in the config and no torch clip.",
+        references=("docs/knowledge/parallel.md#clipping-a-sharded-model",
+                    "https://github.com/pytorch/pytorch/issues/72548",
+                    "https://pytorch.org/docs/stable/fsdp.html#torch.distributed.fsdp.FullyShardedDataParallel"
+                    ".clip_grad_norm_",
+                    "https://github.com/deepspeedai/DeepSpeed/issues/6767"),
+    )
+    invalid = (
+        Example.script(_FSDP_PROGRAM.format(clip="torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"
+                                            "  # expect: ACL904"), "each rank clips its own shard by its own norm"),
+        Example.script("""
+            import deepspeed
+            import torch
+
+
+            def main():
+                net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 64))
+                config = {"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2},
+                          "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+                engine, optimizer, _, _ = deepspeed.initialize(model=net, model_parameters=net.parameters(),
+                                                               config=config)
+                for step in range(10):
+                    loss = engine(torch.randn(8, 64)).pow(2).mean()
+                    engine.backward(loss)
+                    torch.nn.utils.clip_grad_norm_(engine.parameters(), 1.0)  # expect: ACL904
+                    engine.step()
+
+
+            if __name__ == "__main__":
+                main()
+        """, "a DeepSpeed engine clips in its own optimizer (reported unproven: the ZeRO stage is config)"),
+    )
+    valid = (
+        Example.script(_FSDP_PROGRAM.format(clip="model.clip_grad_norm_(max_norm=1.0)"),
+                       "the FSDP root's own clip all-reduces the shards' norms"),
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+
+
+            def main():
+                dist.init_process_group("hccl")
+                net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 64))
+                model = FSDP(net, sharding_strategy=ShardingStrategy.NO_SHARD)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                loss = model(torch.randn(8, 64)).pow(2).mean()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+                optimizer.step()
+
+
+            if __name__ == "__main__":
+                main()
+        """, "NO_SHARD keeps whole gradients on every rank, as DDP does"),
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+            from torch.distributed.fsdp import fully_shard
+
+
+            def main():
+                dist.init_process_group("hccl")
+                model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 64))
+                fully_shard(model)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                loss = model(torch.randn(8, 64)).pow(2).mean()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+                optimizer.step()
+
+
+            if __name__ == "__main__":
+                main()
+        """, "FSDP2: DTensor parameters, whose norm clip_grad_norm_ reduces across the mesh"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        known = _table()["sharded_clip"]
+        wrappers = frozenset(known["wrappers"])
+        steps = list(ctx.program.calls())
+        sharding = [(step, _sharding_premise(step)) for step in steps if step.fact.names & wrappers]
+        sharding = [(step, premise) for step, premise in sharding if premise is not None]
+        if not sharding:
+            return
+        wrap, premise = sharding[0]
+        instead = known["wrappers"][next(iter(wrap.fact.names & wrappers))]
+        clips = frozenset(known["local_clips"])
+        for step in steps:
+            if step.fact.names & clips:
+                ctx.report(self, step.file, step.fact.node,
+                           f"{step.fact.callee}() scales by the norm of the gradients this rank holds, and "
+                           f"{wrap.fact.callee} at {_where(wrap.file, wrap.fact)} shards them: each of W ranks "
+                           "clips its shard by a local norm of about ||g||/sqrt(W), so clipping starts later "
+                           "(8 cards: at 2.83x max_norm) and differs from rank to rank and with the card count.",
+                           fix=f"clip with {instead}", premises=(premise,))
+
+
+# -- metrics over DistributedSampler shards ------------------------------------------------------
+
+
+def _combines(call: Call) -> bool:
+    known = _table()["padded_eval"]
+    return _named_or_method(call, known["combines"], known["combine_methods"])
+
+
+def _evaluation_sampler(file: FileFacts, sampler: Call, program_combines) -> Optional[str]:
+    """Where the ranks' results over this DistributedSampler's shards are combined, or None: in the
+    function building it (one that neither trains nor sets an epoch), or, for a sampler stored under an
+    evaluation name (`val_sampler`), in a function of the program named for evaluation (`program_combines()`)."""
+    known = _table()["padded_eval"]
+    calls = file.calls_in(sampler.scope)
+    trains = any(call.method in known["training_methods"] or call.method == "set_epoch" for call in calls)
+    here = next((call for call in calls if _combines(call)), None)
+    if here is not None and not trains:
+        return f"{here.callee} at {_where(file, here)}"
+    if _evaluation_name(sampler):
+        found = program_combines()
+        return f"{found[1].callee} at {_where(*found)}" if found is not None else None
+    return None
+
+
+def _evaluation_name(call: Call) -> bool:
+    """The sampler is stored under a name with an evaluation word: `val_sampler`, `self.eval_sampler`."""
+    stored = [call.assigned_to or ""] + [sink.split(":", 1)[1] for sink in call.sinks
+                                         if sink.startswith(("name:", "attr:"))]
+    return any(_names_evaluation(name) for name in stored)
+
+
+def _names_evaluation(name: str) -> bool:
+    known = _table()["padded_eval"]
+    words = frozenset(known["evaluation_words"]) | frozenset(known["evaluation_verbs"])
+    return bool(words & set(re.split(r"[_.]", name.lower())))
+
+
+def _combines_in_evaluation(call: Call) -> bool:
+    """A collective in a function named for evaluation (`validation_step`, `Trainer.evaluate`)."""
+    return _combines(call) and _names_evaluation(call.scope)
+
+
+def _drops_last(call: Call) -> bool:
+    arg = call.arg("drop_last")
+    return arg is not None and arg.value.literal is True
+
+
+class PaddedSamplerEvaluation(ProgramRule):
+    code = "ACL905"
+    name = "padded-sampler-evaluation"
+    category = "parallel"
+    severity = "warning"
+    maturity = "preview"  # until measured on the judged corpus (CONTRIBUTING.md, "Precision")
+    summary = "An evaluation metric summed over DistributedSampler shards, which repeat or drop samples"
+    frameworks = ("torch",)
+    tensor_framework = "torch"
+    doc = RuleDoc(
+        what="Reports a `DistributedSampler` whose shards' results are combined (`dist.all_reduce`, `all_gather`, "
+        "`reduce`, `gather`): built in a function that combines them and does not train (no `backward`, `step` or "
+        "`set_epoch` there), or stored under an evaluation name (`val_sampler`, `self.eval_sampler`) in a program "
+        "that combines results in a function named for evaluation (`validate`, `validation_step`). Not reported: "
+        "training samplers, and programs that gather with `accelerator.gather_for_metrics`, which drops the "
+        "duplicates.",
+        why="`DistributedSampler` gives each of W ranks `ceil(N / W)` samples. With `drop_last=False` (the "
+        "default) it pads the dataset to `W * ceil(N / W)` by repeating its first samples, up to W - 1 of them; "
+        "with `drop_last=True` it drops the last `N mod W`. A top-1 or loss summed over the shards then counts "
+        "other samples on 8 cards than on 1: 1,001 validation samples are evaluated as 1,008 on 8 cards (7 "
+        "repeated, so top-1 can move by up to 7/1,008 = 0.7 points) and as 1,001 on 1 card. A GPU reference on "
+        "one card count and an NPU run on another disagree on the metric although the model is the same.",
+        fix="Give each sample to exactly one rank (`Subset(dataset, range(rank, len(dataset), world_size))`, "
+        "or a sampler without padding) and divide the summed metric by the summed count; or gather predictions "
+        "and cut them to `len(dataset)`; with accelerate, `accelerator.gather_for_metrics`.",
+        references=("docs/knowledge/parallel.md#evaluation-with-a-distributedsampler",
+                    "https://github.com/pytorch/pytorch/issues/25162",
+                    "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler"),
+    )
+    invalid = (
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader, TensorDataset
+            from torch.utils.data.distributed import DistributedSampler
+
+
+            def evaluate(model, dataset):
+                sampler = DistributedSampler(dataset, shuffle=False)  # expect: ACL905
+                correct = torch.zeros(2)
+                for x, y in DataLoader(dataset, batch_size=50, sampler=sampler):
+                    correct += torch.tensor([(model(x).argmax(1) == y).sum().item(), len(y)])
+                dist.all_reduce(correct)
+                return (correct[0] / correct[1]).item()
+
+
+            def main():
+                dist.init_process_group("hccl")
+                model = torch.nn.Linear(8, 3)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                x, y = torch.randn(32, 8), torch.randint(0, 3, (32,))
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+                print(evaluate(model, TensorDataset(torch.randn(1001, 8), torch.randint(0, 3, (1001,)))))
+
+
+            if __name__ == "__main__":
+                main()
+        """, "top-1 summed over padded shards"),
+        Example({
+            "train.py": """
+                import torch
+                import torch.distributed as dist
+                from torch.utils.data import DataLoader, TensorDataset
+                from torch.utils.data.distributed import DistributedSampler
+
+                from metrics import validate
+
+
+                def main():
+                    dist.init_process_group("hccl")
+                    model = torch.nn.Linear(8, 3)
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    train = TensorDataset(torch.randn(800, 8), torch.randint(0, 3, (800,)))
+                    val = TensorDataset(torch.randn(1001, 8), torch.randint(0, 3, (1001,)))
+                    train_sampler = DistributedSampler(train)
+                    val_sampler = DistributedSampler(val, shuffle=False)  # expect: ACL905
+                    for epoch in range(2):
+                        train_sampler.set_epoch(epoch)
+                        for x, y in DataLoader(train, batch_size=32, sampler=train_sampler):
+                            torch.nn.functional.cross_entropy(model(x), y).backward()
+                            optimizer.step()
+                        print(validate(model, DataLoader(val, batch_size=50, sampler=val_sampler)))
+
+
+                if __name__ == "__main__":
+                    main()
+            """,
+            "metrics.py": """
+                import torch
+                import torch.distributed as dist
+
+
+                def validate(model, loader):
+                    correct = torch.zeros(2)
+                    for x, y in loader:
+                        correct += torch.tensor([(model(x).argmax(1) == y).sum().item(), len(y)])
+                    dist.all_reduce(correct)
+                    return (correct[0] / correct[1]).item()
+            """,
+        }, "a validation sampler built beside the training one, its results all-reduced in another module"),
+    )
+    valid = (
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader, Subset, TensorDataset
+            from torch.utils.data.distributed import DistributedSampler
+
+
+            def evaluate(model, dataset):
+                shard = Subset(dataset, range(dist.get_rank(), len(dataset), dist.get_world_size()))
+                correct = torch.zeros(2)
+                for x, y in DataLoader(shard, batch_size=50):
+                    correct += torch.tensor([(model(x).argmax(1) == y).sum().item(), len(y)])
+                dist.all_reduce(correct)
+                return (correct[0] / correct[1]).item()
+
+
+            def main():
+                dist.init_process_group("hccl")
+                model = torch.nn.Linear(8, 3)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                train = TensorDataset(torch.randn(800, 8), torch.randint(0, 3, (800,)))
+                sampler = DistributedSampler(train)
+                for epoch in range(2):
+                    sampler.set_epoch(epoch)
+                    for x, y in DataLoader(train, batch_size=32, sampler=sampler):
+                        torch.nn.functional.cross_entropy(model(x), y).backward()
+                        optimizer.step()
+                        dist.all_reduce(torch.zeros(1))
+                print(evaluate(model, TensorDataset(torch.randn(1001, 8), torch.randint(0, 3, (1001,)))))
+
+
+            if __name__ == "__main__":
+                main()
+        """, "every sample on exactly one rank; the training sampler is not an evaluation"),
+    )
+
+    def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
+        known = _table()["padded_eval"]
+        samplers = frozenset(known["samplers"])
+        found = [(file, call) for file, call in program_calls(ctx.program) if call.names & samplers]
+        if not found or mentions_any(ctx.program, lambda call: call.method in known["dedupe_methods"]):
+            return
+        reached = reached_scopes(ctx.program)
+
+        @lru_cache(maxsize=1)
+        def program_combines():
+            return next(((f, c) for f, c in program_calls(ctx.program) if _combines_in_evaluation(c)), None)
+
+        for file, call in found:
+            if (file.abspath, call.scope) not in reached:
+                continue
+            combined = _evaluation_sampler(file, call, program_combines)
+            if combined is None:
+                continue
+            if _drops_last(call):
+                effect = "drops the last N mod W samples (up to W - 1; 1,001 samples: 1,000 on 8 cards)"
+            else:
+                effect = ("pads the dataset to a multiple of the card count W by repeating up to W - 1 samples "
+                          "(1,001 samples: 1,008 on 8 cards)")
+            ctx.report(self, file, call.node,
+                       f"{call.callee} {effect}, and {combined} combines the ranks' results: the metric counts "
+                       "other samples on 8 cards than on 1, so runs on different card counts report "
+                       "different numbers for the same model.",
+                       fix="give each sample to exactly one rank (Subset(dataset, range(rank, len(dataset), "
+                       "world_size))) and divide by the summed count, or cut gathered predictions to "
+                       "len(dataset)")
+
+
+RULES = [BatchNormWithoutSync(), MeanLossOverAccumulation(), PaddedVocabularyCrossEntropy(), LocalClipOfShardedModel(),
+         PaddedSamplerEvaluation()]

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from acclint.setups import keys
+from acclint.setups.config_defaults import library_of
 from acclint.setups.record import Setting, Setup, SetupError, Where
 from acclint.setups.values import parse_text
 
@@ -30,6 +31,7 @@ def extract_config(text: str, display: str, suffix: str) -> Setup:
     kind = CONFIG_SUFFIXES[suffix]
     leaves = _yaml_leaves(text, display) if kind == "yaml" else _mapping_leaves(kind, text, display)
     setup = Setup(path=display, kind="config", files=[display])
+    setup.library = library_of(path[0] for path, _, _ in leaves)
     known = known_keys()
     for path, value, line in leaves:
         where = Where(display, line)
@@ -37,6 +39,11 @@ def extract_config(text: str, display: str, suffix: str) -> Setup:
         for key, converted in _settings(path, value, known):
             setup.put(Setting(key, converted, where, written=written))
     return setup
+
+
+def settings_of_leaf(path: tuple, value: Any) -> list:
+    """(key, value) settings a config leaf at `path` gives, as `extract_config` records them."""
+    return list(_settings(path, value, known_keys()))
 
 
 def _settings(path: tuple, value: Any, known: frozenset) -> Iterator[tuple]:

@@ -2,9 +2,10 @@
 
 LEFT is the reference (the GPU / PyTorch run); messages say what to change on the right.
 A key one side leaves out takes that side's launcher default (Megatron-LM, MindSpeed,
-MindSpeed-LLM: knowledge/launcher_defaults.toml) or constructor default, and the message says
-so. Two sides of different kinds (a launch script and a YAML config) compare only on the keys
-both define.
+MindSpeed-LLM: knowledge/launcher_defaults.toml), its config library's default (DeepSpeed,
+accelerate: knowledge/config_defaults.toml) or constructor default, and the message says so.
+Two sides of different kinds (a launch script and a YAML config) compare only on the keys both
+define.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from acclint.setups import keys
+from acclint.setups.config_defaults import default_setting
 from acclint.setups.derived import derived_default
 from acclint.setups.messages import message
 from acclint.setups.record import Setting, Setup
@@ -149,6 +151,8 @@ def _absent(side: Setup, settings: dict, key: str, counterpart: Optional[Setting
         composed = side.composed.get(key)
         written = f"not called; computed unfused ({composed})" if composed else "not called"
         return Setting(key, False, composed, origin="derived" if composed else "default", written=written)
+    if side.kind == "config" and side.library:
+        return default_setting(side.library, key)
     if side.kind not in ("launch", "folder"):
         return None
     launcher = side.launcher

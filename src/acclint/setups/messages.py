@@ -126,6 +126,8 @@ def _fix(key: str, left: Setting, right: Setting, right_setup: Setup) -> str:
         if left.value is None:
             return f"Remove --{key} on the right, or set it on the left too."
         return f"Pass --{key} {target} on the right to match the left."
+    if right.where is not None and left.value is None and left.is_default:
+        return f"Remove it at {right.where} (the left leaves it to the default), or set it on the left too."
     if right.where is not None:
         return f"Set it to {target} at {right.where} to match the left."
     if left.value is None:

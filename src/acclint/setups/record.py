@@ -51,6 +51,7 @@ class Setup:
     kind: str  # "launch" | "python" | "config" | "folder"
     settings: dict[str, Setting] = field(default_factory=dict)
     launcher: Optional[str] = None  # "megatron" | "mindspeed" | "mindspeed-llm" | None
+    library: Optional[str] = None  # a config file's library: "deepspeed" | "accelerate" | None
     framework: Optional[str] = None  # "pytorch" | "mindspore" | None
     problems: list[str] = field(default_factory=list)  # what could not be read, as messages
     files: list[str] = field(default_factory=list)  # every file that contributed
