@@ -13,11 +13,17 @@ Measured in one run, on the same files:
 1. baseline: `libcst.parse_module(text)` of every file, one process (texts read beforehand);
 2. acclint, one process: `engine.scan([dir], all_rules(), Config(preview=True, max_file_size=None,
    file_time_budget=None), jobs=1)` (every rule, every file, as the baseline parses every file);
-3. acclint, all cores: `engine.scan(..., jobs=None)`: wall time and CPU of this process
-   plus its (reaped) worker processes.
+3. acclint, two worker processes: `engine.scan(..., jobs=2)` (`--jobs`): wall time and CPU of
+   this process plus its (reaped) worker processes.
 
-Ratios: acclint CPU / baseline CPU (target <= 2.0), and acclint parallel wall / baseline
-wall (target <= 1.2). Run from the repository root:
+Targets: acclint jobs=1 CPU / baseline CPU <= 1.5, and acclint jobs=2 wall / baseline (one
+process) wall <= 1.0: on two cores a scan takes no longer than one bare parse of the same files.
+
+On a shared machine the CPU ratio holds and the wall ratio does not: CPU time counts only the
+cycles this process (and its workers) ran, and the baseline and the scan are measured in turn in
+each repeat, so contention slows both alike; wall time also counts the time spent waiting for a
+core. The load average is printed with the figures, and a wall ratio measured with a load above
+the core count is marked as not comparable. Run from the repository root:
 
     PYTHONPATH=src python benchmarks/bench_scan.py [--files N] [--path DIR] [--repeat R]
                                                    [--jobs J] [--json] [--profile]
@@ -25,7 +31,7 @@ wall (target <= 1.2). Run from the repository root:
 One-file scans (`--entry FILE`, repeatable; the folder corpus is then skipped): `acclint scan
 FILE` reads FILE's program for context (local imports, launch scripts beside it). Measured
 against a bare parse of exactly the files it reads: CPU of `scan([FILE], jobs=1)`, wall of
-`scan([FILE])` on all cores, both as ratios to the bare parse of those files.
+`scan([FILE], jobs=J)` (`--jobs`, default 2), both as ratios to the bare parse of those files.
 """
 
 from __future__ import annotations
@@ -54,8 +60,9 @@ from pathlib import Path
 DEFAULT_PACKAGE = "transformers"
 
 # Targets: what acclint may add on top of the parse it cannot avoid.
-CPU_RATIO_TARGET = 2.0
-WALL_RATIO_TARGET = 1.2
+CPU_RATIO_TARGET = 1.5  # jobs=1 CPU / one-process parse CPU
+WALL_RATIO_TARGET = 1.0  # jobs=2 wall / one-process parse wall
+WALL_JOBS = 2  # the parallel scan the wall target is about: two cores
 
 
 # -- corpus --------------------------------------------------------------------------------
@@ -246,7 +253,8 @@ def report_table(r: dict) -> str:
         ("files / lines", f"{r['files']} / {r['lines']:,}"),
         ("python / libcst", f"{r['python']} / {r['libcst']} (repeat {r['repeat']}, median)"),
         ("cpus / load average before, after", f"{r['cpus']} / {r['load_before']:.2f}, {r['load_after']:.2f}"
-                                              + ("  (busy machine: wall times are inflated)" if r["load_before"] > 0.75 * r["cpus"] else "")),
+                                              + ("  (busy machine: wall times are inflated, CPU ratios hold)"
+                                                 if _busy(r) else "")),
         ("baseline parse CPU / wall", f"{b['cpu_s']:.2f} s / {b['wall_s']:.2f} s  (cyclic GC {b['gc_s']:.2f} s)"
                                       + (f"  ({b['parse_failures']} files failed to parse)" if b["parse_failures"] else "")),
         ("acclint jobs=1 CPU / wall", f"{s['cpu_s']:.2f} s / {s['wall_s']:.2f} s  (cyclic GC {s['gc_s']:.2f} s)"),
@@ -255,12 +263,20 @@ def report_table(r: dict) -> str:
          f"{p['cpu_children_s']:.2f}) / {p['wall_s']:.2f} s"),
         ("CPU ratio (jobs=1 CPU / parse CPU)", _verdict(r["cpu_ratio"], CPU_RATIO_TARGET)),
         (f"CPU ratio (jobs={r['jobs']} total CPU / parse CPU)", f"{r['cpu_ratio_parallel']:.2f}x"),
-        (f"wall ratio (jobs={r['jobs']} wall / parse wall)", _verdict(r["wall_ratio"], WALL_RATIO_TARGET)),
+        (f"wall ratio (jobs={r['jobs']} wall / parse wall)",
+         _verdict(r["wall_ratio"], WALL_RATIO_TARGET) if r["jobs"] == WALL_JOBS and not _busy(r)
+         else f"{r['wall_ratio']:.2f}x  (target <= {WALL_RATIO_TARGET}x at jobs={WALL_JOBS} on an idle machine: "
+              f"not comparable here)"),
         ("files scanned / errors / skipped", f"{s['files_scanned']} / {s['errors']} / {s['skipped']}"),
         ("findings", f"{s['findings']}"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _busy(r: dict) -> bool:
+    """More runnable processes than cores: wall times measure the queue, not acclint."""
+    return max(r["load_before"], r["load_after"]) > r["cpus"]
 
 
 def _verdict(ratio: float, target: float) -> str:
@@ -317,7 +333,7 @@ def measure_scan_of(entry: Path, jobs) -> dict:
 
 def entry_table(rows: list) -> str:
     out = ["| entry script | files read | lines | bare parse CPU | scan FILE jobs=1 CPU (ratio) | "
-           "scan FILE all cores wall (ratio to single-core parse) |", "|---|---|---|---|---|---|"]
+           "scan FILE jobs=J wall (ratio to single-core parse) |", "|---|---|---|---|---|---|"]
     for r in rows:
         b, s, p = r["baseline"], r["acclint_1"], r["acclint_n"]
         out.append(f"| {r['entry']} | {r['files_read']} | {r['lines']:,} | {b['cpu_s']:.2f} s | "
@@ -332,7 +348,8 @@ def main(argv=None) -> int:
     parser.add_argument("--package", default=DEFAULT_PACKAGE,
                         help=f"installed package to draw files from [default: {DEFAULT_PACKAGE}]")
     parser.add_argument("--repeat", type=int, default=1, help="repeat each measurement, report the median [default: 1]")
-    parser.add_argument("--jobs", type=int, default=None, help="workers for the parallel scan [default: all cores]")
+    parser.add_argument("--jobs", type=int, default=WALL_JOBS,
+                        help=f"workers for the parallel scan [default: {WALL_JOBS}, the wall target's]")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile the single-process scan and print the top 25 entries")
@@ -348,11 +365,9 @@ def main(argv=None) -> int:
 
     import libcst
 
-    from acclint.linter.engine import default_jobs
-
     source_root = args.path.resolve() if args.path else package_dir(args.package)
     base, relpaths = choose_files(source_root, args.files, keep_top=args.path is None)
-    jobs = args.jobs or default_jobs()
+    jobs = args.jobs
 
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="acclint-bench-") as tmp:
@@ -365,7 +380,7 @@ def main(argv=None) -> int:
         for _ in range(args.repeat):
             baseline.append(measure_baseline(texts))
             single.append(measure_scan(folder, 1))
-            parallel.append(measure_scan(folder, args.jobs))  # None: the engine's default (all cores)
+            parallel.append(measure_scan(folder, jobs))
         b, s, p = median_of(baseline), median_of(single), median_of(parallel)
         profile = profile_scan(folder) if args.profile else None
 
@@ -392,7 +407,10 @@ def main(argv=None) -> int:
         "targets": {"cpu_ratio": CPU_RATIO_TARGET, "wall_ratio": WALL_RATIO_TARGET},
         "runs": {"baseline": baseline, "acclint_1": single, "acclint_n": parallel},  # every repeat
     }
-    result["targets_met"] = result["cpu_ratio"] <= CPU_RATIO_TARGET and result["wall_ratio"] <= WALL_RATIO_TARGET
+    result["busy"] = _busy(result)
+    # The wall target is judged only where it is measured as stated: two workers, an idle machine.
+    result["targets_met"] = result["cpu_ratio"] <= CPU_RATIO_TARGET and (
+        result["wall_ratio"] <= WALL_RATIO_TARGET if jobs == WALL_JOBS and not result["busy"] else None)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

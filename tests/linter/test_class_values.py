@@ -211,3 +211,25 @@ def test_the_class_premise_and_a_rules_own_value_premise_are_one(tmp_path):
     assert len(values) == 1 and not values[0].proven  # the class is not proven: neither is the finding
     assert "may hold" in values[0].evidence and "the rule's own evidence" in values[0].evidence
     assert merged[0] == own[0]
+
+
+def test_a_classmethod_calling_cls_is_no_class_value_and_no_error(tmp_path):
+    # `cls` is the class itself, not a parameter a caller passes a class through.
+    facts = facts_of(tmp_path, code("""
+        from torch import nn
+
+
+        class Block(nn.Module):
+            @classmethod
+            def build(cls, dim, norm_layer=nn.LayerNorm):
+                return cls(norm_layer(dim))
+
+            def __init__(self, norm):
+                super().__init__()
+                self.norm = norm
+
+
+        block = Block.build(8)
+    """))
+    [norm] = built(facts)
+    assert norm.built_from.how.startswith("the default of Block.build")

@@ -250,3 +250,23 @@ def test_a_launch_export_fixes_pythonhashseed_whatever_the_program_writes(tmp_pa
         """,
     }, "ACL102")
     assert findings == []
+
+
+@pytest.mark.parametrize("helper,call,meaning", [
+    ("def h(mask):\n    return ~mask.bool()\n", "h(a)", "keep"),
+    ("def h(mask):\n    return mask.bool()\n", "h(a)", "drop"),
+    ("def h(scale, mask=None):\n    return mask == 0\n", "h(1.0, mask=a)", "keep"),
+    ("def h(x):\n    return x\n", "h(a).bool()", "drop"),
+])
+def test_a_helper_means_what_its_argument_means_converted(helper, call, meaning):
+    source = ("import torch\n\n\n" + helper + "\n\ndef f(s, c):\n"
+              "    a = torch.zeros(s, s).masked_fill(c, float('-inf'))\n"
+              f"    m = {call}\n    return m\n")
+    facts = _facts(source)
+    kind = kind_of(facts, *_returned(facts))
+    assert kind is not None and kind.meaning == meaning
+
+
+def test_a_helpers_parameter_is_unknown_when_its_caller_passes_an_unknown_mask():
+    facts = _facts("import torch\n\n\ndef h(mask):\n    return ~mask.bool()\n\n\ndef f(given):\n    return h(given)\n")
+    assert kind_of(facts, *_returned(facts)) is None

@@ -1,5 +1,9 @@
 """A MindSpore program, unmodified, for `acclint capture` (written for this suite): trained with
-Model.train, or (argument "loop") with a loop of its own around nn.TrainOneStepCell."""
+Model.train, or (argument "loop") with a loop of its own around nn.TrainOneStepCell; in PyNative
+mode, or (third argument "graph") in GRAPH mode.
+
+    python ms_model_train.py LR [model|loop] [graph]
+"""
 
 import sys
 
@@ -9,6 +13,8 @@ from mindspore import nn
 
 lr = float(sys.argv[1]) if len(sys.argv) > 1 else 0.01
 own_loop = len(sys.argv) > 2 and sys.argv[2] == "loop"
+if len(sys.argv) > 3 and sys.argv[3] == "graph":
+    ms.set_context(mode=ms.GRAPH_MODE)  # mindcv's default
 ms.set_seed(0)
 net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
 data = np.random.default_rng(0).standard_normal((32, 9)).astype(np.float32)

@@ -97,10 +97,45 @@ def test_a_changed_beta2_is_reported_as_optimizer_hparam_first_exit_1(project, r
 def test_warn_prints_the_verdict_and_lets_the_job_finish(project, reference, tmp_path):
     done = tmp_path / "done.txt"
     run = capture(project, "-o", str(tmp_path / "c.json"), "--reference", str(reference), "--on-mismatch", "warn",
-                  "--continue", *train("--beta2=0.99", f"--out_file={done}"),
+                  *train("--beta2=0.99", f"--out_file={done}"),  # no --continue needed
                   env={"PYTHONWARNINGS": "ignore"})  # a program that silences warnings still shows the verdict
     assert run.returncode == 0, run.stderr
     assert "adam-beta2" in run.stdout + run.stderr and done.exists()
+    assert "the job ended with exit status 0" in run.stderr
+
+
+JOB_THAT_FAILS_AFTER_TRAINING = """
+import sys
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=float(sys.argv[1]))
+for step in range(3):
+    optimizer.zero_grad()
+    torch.nn.functional.mse_loss(model(torch.ones(2, 4)), torch.zeros(2, 1)).backward()
+    optimizer.step()
+print("trained to the end", flush=True)
+raise SystemExit(7)
+"""
+
+
+def test_warn_exits_with_the_jobs_own_status(torch, tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(JOB_THAT_FAILS_AFTER_TRAINING)
+    first = capture(tmp_path, "-o", str(tmp_path / "a.json"), "--", sys.executable, str(script), "0.1")
+    assert first.returncode == 0, first.stderr  # stopped after step 0: the job's exit 7 never came
+    run = capture(tmp_path, "-o", str(tmp_path / "b.json"), "--reference", str(tmp_path / "a.json"),
+                  "--on-mismatch", "warn", "--", sys.executable, str(script), "0.2")
+    assert run.returncode == 7, run.stderr
+    assert "trained to the end" in run.stdout and "[optimizer-hparam] lr" in run.stdout
+
+
+def test_an_output_folder_that_does_not_exist_is_an_error_not_a_new_folder(project, tmp_path):
+    missing = tmp_path / "nonexistent"
+    run = capture(project, "-o", str(missing / "x.json"), *train())
+    assert run.returncode == 2
+    assert "does not exist" in run.stderr and "Traceback" not in run.stderr
+    assert not missing.exists()
 
 
 def test_steps_2_records_the_loss_of_the_next_step(project, tmp_path):
@@ -150,7 +185,7 @@ def test_a_shell_script_launching_python(project, reference, tmp_path):
     assert not (tmp_path / "after").exists()  # the job (the whole script) stopped after the capture
 
 
-def test_torchrun_two_ranks_one_logical_fingerprint(project, tmp_path):
+def test_torchrun_two_ranks_one_logical_fingerprint(project, reference, tmp_path):
     def torchrun(path: Path, *overrides: str) -> subprocess.CompletedProcess:
         return capture(project, "-o", str(path), "--", sys.executable, "-m", "torch.distributed.run",
                        "--nproc_per_node", "2", "--master_port", str(free_port()), "train.py", "config/tiny.py",
@@ -163,6 +198,9 @@ def test_torchrun_two_ranks_one_logical_fingerprint(project, tmp_path):
     assert sorted(p.name for p in tmp_path.glob("t1*")) == ["t1.json"]  # written once, on rank 0
     # each rank drew its own micro-batch: the global batch holds both ranks' samples
     assert [v.shape for v in fingerprint.batch] == [[8, 16], [8, 16]]
+    # the forward of every module (rank 0's view where the ranks' data differ), not only the agreed ones
+    single = load(reference)
+    assert {r.name for r in fingerprint.forward} == {r.name for r in single.forward}
     assert compare(fingerprint, load(tmp_path / "t1.json")).ok
     second = torchrun(tmp_path / "t2.json", "--beta2=0.99")
     assert second.returncode == 0, second.stderr
@@ -197,9 +235,9 @@ def test_acclint_capture_itself_imports_no_framework():
 
 
 def test_bad_output_and_bad_reference_exit_2_with_a_message(project, tmp_path):
-    unwritable = capture(project, "-o", "/proc/acclint-none/a.json", *train())
+    unwritable = capture(project, "-o", "/proc/acclint-a.json", *train())  # the folder exists, unwritable
     assert unwritable.returncode == 2
-    assert "error: cannot write /proc/acclint-none/a.json" in unwritable.stderr
+    assert "error: cannot write /proc/acclint-a.json" in unwritable.stderr
     stranger = tmp_path / "other.json"
     stranger.write_text('{"x": 1}')
     unreadable = capture(project, "-o", str(tmp_path / "z.json"), "--reference", str(stranger), *train())
@@ -207,3 +245,22 @@ def test_bad_output_and_bad_reference_exit_2_with_a_message(project, tmp_path):
     assert "not an acclint fingerprint" in unreadable.stderr
     for run in (unwritable, unreadable):
         assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("how", ["model", "loop"])
+def test_mindspore_graph_mode_without_an_edit(ms, tmp_path, how):
+    """GRAPH mode (mindcv's default), through Model.train and TrainOneStepCell: step 0 is captured in
+    PyNative (graph mode allows no hook in the compiled step), the program's own steps run in GRAPH
+    mode to the end, and the fingerprint equals a PyNative run's."""
+    script = Path(__file__).with_name("ms_model_train.py")
+    graph = capture(tmp_path, "-o", str(tmp_path / "g.json"), "--continue", "--", sys.executable, str(script), "0.01",
+                    how, "graph")
+    assert graph.returncode == 0, graph.stderr
+    assert "trained to the end" in graph.stdout and "Traceback" not in graph.stderr
+    fingerprint = load(tmp_path / "g.json")
+    assert fingerprint.env["settings"]["mindspore-mode"].startswith("GRAPH (step 0 captured in PyNative")
+    assert fingerprint.forward  # recorded in the PyNative replay of the step
+    pynative = capture(tmp_path, "-o", str(tmp_path / "p.json"), "--", sys.executable, str(script), "0.01", how)
+    assert pynative.returncode == 0, pynative.stderr
+    result = compare(load(tmp_path / "p.json"), fingerprint)
+    assert result.ok, result.verdict()

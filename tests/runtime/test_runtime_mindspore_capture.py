@@ -135,7 +135,7 @@ def test_identical_mindspore_setups_compare_clean(make_ms):
     first = capture(setup.model, setup.optimizer, setup.loss_fn, setup.batch)
     second = capture(setup.model, setup.optimizer, setup.loss_fn, setup.batch)
     result = compare(first, second)
-    assert result.ok and not result.skipped, result.verdict()
+    assert result.ok and set(result.skipped) == {"steps"}, result.verdict()
 
 
 def test_weights_are_written_in_place_so_the_optimizer_keeps_working(make_ms, build_torch_net):

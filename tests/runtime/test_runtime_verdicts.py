@@ -75,7 +75,7 @@ def test_a_hint_claims_only_the_stages_compared_in_full(make_torch):
 
 def test_a_format_1_reference_says_which_stages_it_lacks(make_torch):
     result = compare(older_format(run(make_torch()), 1), run(make_torch()))
-    assert set(result.skipped) == {"data", "settings", "forward"}
+    assert set(result.skipped) == {"data", "settings", "forward", "steps"}  # steps: one step captured
     for stage in ("data", "settings", "forward"):
         assert "format 1, which has no" in result.skipped[stage], result.skipped[stage]
     assert "Verdict: PARITY" in result.verdict() and "not compared: data, module settings, forward" in result.verdict()

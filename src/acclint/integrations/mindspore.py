@@ -9,12 +9,13 @@ its own step as it would have. The batch comes from the dataset only with
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from mindspore.train import Callback
 
-from acclint.integrations.parity import Outcome
+from acclint.integrations.parity import Outcome, never_breaks
 
 
 class AcclintCallback(Callback):
@@ -25,6 +26,7 @@ class AcclintCallback(Callback):
         self.outcome = outcome if outcome is not None else Outcome(output, reference, on_mismatch)
         self.done = False
 
+    @never_breaks
     def on_train_step_begin(self, run_context: Any) -> None:
         if self.done:
             return
@@ -36,10 +38,14 @@ class AcclintCallback(Callback):
             return
         capture_step(params.network, params.optimizer, params.loss_fn, tuple(batch), self.outcome)
 
+    @never_breaks
     def on_train_end(self, run_context: Any) -> None:
         if not self.done:
             self.done = True
             self.outcome.fail(RuntimeError("training ended before the first step (dataset_sink_mode=True?)"))
+
+    def stop_watching(self) -> None:
+        self.done = True
 
     @property
     def fingerprint(self) -> Any:
@@ -51,11 +57,36 @@ def capture_step(network: Any, optimizer: Any, loss_cell: Any, batch: tuple, out
     from acclint.runtime_checks.capture.capture import capture
 
     try:
-        fingerprint = capture(network, optimizer, _loss_of(loss_cell), batch)
+        with pynative_for_the_capture() as graph_mode:
+            fingerprint = capture(network, optimizer, _loss_of(loss_cell), batch)
+        if graph_mode:
+            fingerprint.env.setdefault("settings", {})["mindspore-mode"] = GRAPH_MODE_NOTE
     except Exception as error:
         outcome.fail(error)
         return
     outcome.finish(fingerprint)
+
+
+# What a fingerprint of a GRAPH-mode program says about itself (env.settings["mindspore-mode"]).
+GRAPH_MODE_NOTE = "GRAPH (step 0 captured in PyNative: graph mode allows no hook in the compiled step)"
+
+
+@contextlib.contextmanager
+def pynative_for_the_capture() -> Iterator[bool]:
+    """The captured step runs in PyNative mode: in GRAPH mode MindSpore compiles the step and forbids
+    Python hooks (value_and_grad of a lambda, forward hooks) in it. The program's own steps then run
+    in the mode it chose. Yields whether the program runs in GRAPH mode."""
+    import mindspore
+
+    mode = mindspore.get_context("mode")
+    graph = mode == mindspore.GRAPH_MODE
+    if graph:
+        mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    try:
+        yield graph
+    finally:
+        if graph:
+            mindspore.set_context(mode=mode)
 
 
 def _loss_of(loss_cell: Any) -> Any:

@@ -3,12 +3,16 @@ plus the one line a run prints at parity."""
 
 from __future__ import annotations
 
+import functools
 import sys
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from acclint.runtime_checks.compare.compare import ComparisonResult
-from acclint.runtime_checks.compare.expect import ON_MISMATCH, expect_parity
+from acclint.runtime_checks.compare.expect import ON_MISMATCH, ParityError, expect_parity
+
+Hook = TypeVar("Hook", bound=Callable[..., Any])
 
 
 def check_on_mismatch(on_mismatch: str) -> str:
@@ -46,8 +50,36 @@ class Outcome:
             return
         self.fingerprint = fingerprint
         if self.reference is not None:
-            self.result = expect(fingerprint, self.reference, self.on_mismatch, show=fingerprint.rank == 0)
+            try:
+                self.result = expect(fingerprint, self.reference, self.on_mismatch, show=fingerprint.rank == 0)
+            except (ParityError, SystemExit):
+                raise  # what on_mismatch asked for
+            except Exception as error:  # comparing failed: the run goes on, saying so
+                self.fail(error, "step 0 was recorded but not compared")
 
-    def fail(self, error: BaseException) -> None:
-        """Recording failed: training goes on, with a warning that says why."""
-        warnings.warn(f"acclint: step 0 was not recorded: {error}", stacklevel=2)
+    def fail(self, error: BaseException, what: str = "step 0 was not recorded") -> None:
+        """Recording failed: training goes on, with one warning that says why."""
+        cause = str(error) or type(error).__name__
+        warnings.warn(f"acclint: {what}: {cause}", RecordingWarning, stacklevel=2)
+
+
+class RecordingWarning(UserWarning):
+    """acclint could not record (or compare) step 0; the training it watched went on."""
+
+
+def never_breaks(hook: Hook) -> Hook:
+    """A callback method whose failure becomes one RecordingWarning (through `self.outcome`), never
+    an exception in the trainer: only what `on_mismatch` asks for (exit, raise) leaves it."""
+
+    @functools.wraps(hook)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(self, *args, **kwargs)
+        except (ParityError, SystemExit):
+            raise
+        except Exception as error:
+            self.outcome.fail(error if str(error) else RuntimeError(f"{type(error).__name__} in {hook.__name__}"))
+            self.stop_watching()
+            return None
+
+    return guarded  # type: ignore[return-value]

@@ -125,6 +125,8 @@ def _passed_values(function: F.FunctionDef, name: str, sites) -> tuple:
     params = list(function.params)
     if function.owner and params and params[0] in ("self", "cls"):
         params = params[1:]
+    if name not in params:  # the bound instance or class itself (`def make(cls, ...)`): not a value passed
+        return [], []
     position = params.index(name)
     passed, defaulted = [], []
     for site in sites:

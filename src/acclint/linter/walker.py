@@ -49,13 +49,23 @@ def _code_fields(node_type: type) -> tuple:
     return fields
 
 
+_NODE_KINDS: dict = {}  # type -> is it a CST node (libcst's node classes are ABCs: isinstance is slow)
+
+
+def _is_node(kind: type) -> bool:
+    known = _NODE_KINDS.get(kind)
+    if known is None:
+        known = _NODE_KINDS[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
 def dotted_name(node: cst.CSTNode) -> Optional[str]:
     """`a.b.c` for a chain of names, else None."""
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:  # `type() is`: libcst's node classes are ABCs, isinstance is slow
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -74,30 +84,33 @@ def callee_text(node: cst.CSTNode) -> str:
     return "?"
 
 
+_NAMED_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
 def literal(node: cst.CSTNode) -> Any:
     """The Python value of a literal expression, or NOT_LITERAL."""
     kind = type(node)
     if kind is cst.Integer or kind is cst.Float or kind is cst.SimpleString:
         return _literal_text(node.value)
-    if isinstance(node, cst.Name):
-        return {"True": True, "False": False, "None": None}.get(node.value, F.NOT_LITERAL)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+    if kind is cst.Name:
+        return _NAMED_CONSTANTS.get(node.value, F.NOT_LITERAL)
+    if kind is cst.UnaryOperation and type(node.operator) is cst.Minus:
         inner = literal(node.expression)
         return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else F.NOT_LITERAL
-    if isinstance(node, cst.ConcatenatedString):
+    if kind is cst.ConcatenatedString:
         left, right = literal(node.left), literal(node.right)
         if isinstance(left, str) and isinstance(right, str):
             return left + right
         return F.NOT_LITERAL
-    if isinstance(node, (cst.Tuple, cst.List)):
-        items = [literal(e.value) for e in node.elements if isinstance(e, cst.Element)]
+    if kind is cst.Tuple or kind is cst.List:
+        items = [literal(e.value) for e in node.elements if type(e) is cst.Element]
         if len(items) != len(node.elements) or any(i is F.NOT_LITERAL for i in items):
             return F.NOT_LITERAL
-        return tuple(items) if isinstance(node, cst.Tuple) else items
-    if isinstance(node, cst.Dict):
+        return tuple(items) if kind is cst.Tuple else items
+    if kind is cst.Dict:
         out = {}
         for element in node.elements:
-            if not isinstance(element, cst.DictElement):
+            if type(element) is not cst.DictElement:
                 return F.NOT_LITERAL
             key, value = literal(element.key), literal(element.value)
             if key is F.NOT_LITERAL or value is F.NOT_LITERAL:
@@ -318,6 +331,16 @@ class _State:
     sinks: tuple = ()  # where the expression being walked flows (F.Sink), outermost first
 
 
+def _changed(state: _State, **changes) -> _State:
+    """`dataclasses.replace` without its per-call field checks: the walk makes a state per call
+    argument and per branch, and replace's generic path was a tenth of the walk."""
+    new = object.__new__(_State)
+    fields = new.__dict__
+    fields.update(state.__dict__)
+    fields.update(changes)
+    return new
+
+
 class _Restore:
     __slots__ = ("state",)
 
@@ -428,10 +451,11 @@ class FileWalker:
                 continue  # the handler queued the children itself
             for name in _code_fields(kind):
                 child = getattr(item, name)
-                if isinstance(child, cst.CSTNode):
-                    push(child)
-                elif type(child) is tuple or type(child) is list:
+                child_kind = type(child)
+                if child_kind is tuple or child_kind is list:
                     extend(reversed(child))
+                elif _is_node(child_kind):
+                    push(child)
             # Children sit above the next sibling on the stack, so order stays source order.
         self._finish()
         return self.facts
@@ -441,10 +465,11 @@ class FileWalker:
         stack.append(_Restore(state))
         for name in reversed(fields):
             child = getattr(node, name)
-            if isinstance(child, cst.CSTNode):
-                stack.append(child)
-            elif isinstance(child, (tuple, list)):
+            child_kind = type(child)
+            if child_kind is tuple or child_kind is list:
                 stack.extend(reversed(child))
+            elif _is_node(child_kind):
+                stack.append(child)
         stack.append(_Restore(new))
 
     # -- handlers: return the state to walk children with, or None when they queued them ----
@@ -761,7 +786,7 @@ class FileWalker:
             annotations={p.name.value: self._value(p.annotation.annotation) for p in params
                          if p.annotation is not None},
         )
-        inner = dataclasses.replace(state, scope=qualname, owner=None, in_main=state.in_main,
+        inner = _changed(state, scope=qualname, owner=None, in_main=state.in_main,
                                     in_loop=False, guard=None, flag_guards=(), sinks=())
         # Decorators and defaults run in the enclosing scope; the body in the function's own.
         self._children_in(node, ("body",), state, inner, stack)
@@ -774,7 +799,7 @@ class FileWalker:
         self.facts.classes[qualname] = F.ClassDef(
             node=self._node(node), qualname=qualname, bases=bases, order=self._next_order()
         )
-        inner = dataclasses.replace(state, scope=qualname, owner=qualname, flag_guards=(), sinks=())
+        inner = _changed(state, scope=qualname, owner=qualname, flag_guards=(), sinks=())
         self._children_in(node, ("body",), state, inner, stack)
         self._children_in(node, ("decorators", "bases", "keywords"), state, state, stack)
         return None
@@ -783,7 +808,7 @@ class FileWalker:
         if state.scope == F.MODULE_SCOPE and not state.in_main and _is_main_guard(node.test):
             self.facts.main_guard = self._node(node.test)  # one line, not the whole block
             self._children_in(node, ("orelse",), state, state, stack)
-            self._children_in(node, ("body",), state, dataclasses.replace(state, in_main=True), stack)
+            self._children_in(node, ("body",), state, _changed(state, in_main=True), stack)
             self._children_in(node, ("test",), state, state, stack)
             return None
         return self._guarded(node, state, stack)
@@ -792,8 +817,8 @@ class FileWalker:
         """`if`/`a if c else b`: the body runs under the test, the else side under its negation."""
         tested = mentions(node.test)
         body_flags, orelse_flags = _flag_guards(node.test, self._node)
-        orelse = dataclasses.replace(state, guard=F.Guard(tested, True), flag_guards=state.flag_guards + orelse_flags)
-        body = dataclasses.replace(state, guard=F.Guard(tested), flag_guards=state.flag_guards + body_flags)
+        orelse = _changed(state, guard=F.Guard(tested, True), flag_guards=state.flag_guards + orelse_flags)
+        body = _changed(state, guard=F.Guard(tested), flag_guards=state.flag_guards + body_flags)
         self._children_in(node, ("orelse",), state, orelse, stack)
         self._children_in(node, ("body",), state, body, stack)
         self._sunk_children(node, ("test",), state, stack, "test")
@@ -805,7 +830,7 @@ class FileWalker:
             block = self._block(node, "for", (self._value(node.iter),), _bound_names(node.target), state)
             stack.append(_OrderMark(block, "end"))
         self._children_in(node, ("orelse",), state, state, stack)
-        self._children_in(node, ("body",), state, dataclasses.replace(state, in_loop=True), stack)
+        self._children_in(node, ("body",), state, _changed(state, in_loop=True), stack)
         if block is None:
             self._children_in(node, ("test",), state, state, stack)
             return None
@@ -824,14 +849,14 @@ class FileWalker:
         return None
 
     def _except(self, node: cst.ExceptHandler, state: _State, stack: list):
-        self._children_in(node, ("body",), state, dataclasses.replace(state, in_handler=True), stack)
+        self._children_in(node, ("body",), state, _changed(state, in_handler=True), stack)
         self._children_in(node, ("type", "name"), state, state, stack)
         return None
 
     def _try(self, node: cst.Try, state: _State, stack: list):
         if not _catches_import_error(node):
             return state
-        fallback = dataclasses.replace(state, in_fallback=True)
+        fallback = _changed(state, in_fallback=True)
         self._children_in(node, ("body", "handlers", "orelse", "finalbody"), state, fallback, stack)
         return None
 
@@ -919,7 +944,7 @@ def _callable_references(facts: F.FileFacts, candidates: list) -> list:
 
 
 def _sunk(state: _State, sink: str) -> _State:
-    return dataclasses.replace(state, sinks=state.sinks + (sink,))
+    return _changed(state, sinks=state.sinks + (sink,))
 
 
 def _index_kind(elements) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+from acclint.findings import Premise
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
 from acclint.linter.rulebase import Example, Rule, RuleDoc
@@ -54,22 +55,29 @@ class GradScalerHalfway(Rule):
     category = "mixed-precision"
     severity = "warning"
     maturity = "preview"
-    summary = "A GradScaler used halfway: scaled gradients stepped by the optimizer itself, or step() without update()"
+    summary = ("A GradScaler used halfway: scaled gradients stepped by the optimizer itself, the optimizer stepped "
+               "twice in one iteration, or step() without update()")
     doc = RuleDoc(
         what="Reports, for a `GradScaler` of this file, a plain `optimizer.step()` in the function that calls "
         "`scaler.scale(loss).backward()` when the scaler never steps (`scaler.step(optimizer)` appears nowhere in "
-        "the file); and `scaler.step(optimizer)` when `scaler.update()` appears nowhere in the file. A scaler built "
+        "the file); a plain `optimizer.step()` in the same pass of the function as `scaler.step(optimizer)` (the "
+        "optimizer stepped twice per iteration, in either order, when the plain step is under no `if` of its own "
+        "or under the same test as the scaler's); and `scaler.step(optimizer)` when `scaler.update()` appears nowhere in the file. A scaler built "
         "with `enabled=False` is left alone.",
         why="`scaler.scale(loss)` multiplies the loss by the scale (65536 at the start), so every gradient is 65536x "
         "too large. `scaler.step(optimizer)` divides them back, checks them for inf/NaN and skips the step when it "
         "finds any; a plain `optimizer.step()` applies the scaled gradients as they are (SGD takes 65536x steps; "
         "Adam hides the factor except through epsilon and weight decay) and applies overflowed steps too. Without "
         "`scaler.update()` the scale never adapts, and the second `scaler.step()` raises \"step() has already been "
-        "called since the last update()\". Either way the run differs from a GPU run that follows the protocol.",
+        "called since the last update()\". A second `optimizer.step()` after `scaler.step(optimizer)` applies "
+        "every update twice (SGD: twice the learning rate; Adam: two moment updates per batch) and, on an "
+        "iteration whose gradients overflowed, applies the inf/NaN gradients the scaler skipped: the weights "
+        "become NaN. Either way the run differs from a GPU run that follows the protocol.",
         fix="Follow the protocol each step: `scaler.scale(loss).backward()`, optionally `scaler.unscale_(optimizer)` "
         "before clipping, then `scaler.step(optimizer)` and `scaler.update()`.",
         references=("nerfstudio-project/nerfacc#307 (a GradScaler used only to scale the loss: gradients 1024x too "
                     "large at the update)",
+                    "docs/knowledge/mixed-precision.md#one-optimizer-step-per-scaler-step",
                     "PyTorch AMP examples, docs.pytorch.org/docs/stable/notes/amp_examples.html"),
     )
     invalid = (
@@ -100,6 +108,21 @@ class GradScalerHalfway(Rule):
                     self.scaler.step(self.optimizer)  # expect: ACL613
                     self.optimizer.zero_grad()
         """, "the scaler steps but its scale is never updated"),
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1).cuda()
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in [torch.randn(4, 8).cuda()]:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x).pow(2).mean()
+                optimizer.zero_grad()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.step()  # expect: ACL613
+        """, "the optimizer stepped twice per iteration: by the scaler, then by itself"),
     )
     valid = (
         Example.script("""
@@ -156,6 +179,10 @@ class GradScalerHalfway(Rule):
                                f"but `{call.callee}()` applies them unscaled and unchecked for inf/NaN: "
                                f"`{name}.step(...)` unscales, checks and skips overflowed steps.",
                                fix=f"{name}.step({_text(receiver(call))}); {name}.update()")
+            for plain, scaled in self._double_steps(facts, steps):
+                ctx.report(self, plain.node, _double_step_message(facts, name, plain, scaled),
+                           fix=f"remove `{plain.callee}()`: `{name}.step(...)` already steps the optimizer",
+                           premises=(_same_iteration(facts, plain, scaled),))
             if steps and not _calls_on(facts, name, "update"):
                 ctx.report(self, steps[0].node, f"`{name}.step()` with no `{name}.update()` in this file: the loss "
                            "scale never adapts, and a second step() before update() raises RuntimeError.",
@@ -169,6 +196,48 @@ class GradScalerHalfway(Rule):
             name = _text(receiver(call))
             if call.scope in scopes and call.order > first and name and _is_optimizer(name) and not call.args:
                 yield call
+
+    @staticmethod
+    def _double_steps(facts: FileFacts, steps: list) -> Iterator[tuple]:
+        """(plain `optimizer.step()`, the `scaler.step(optimizer)` of the same optimizer) run in one pass of
+        the same function: not on the two sides of one `if`, and both in its loop or both outside it."""
+        for scaled in steps:
+            stepped = scaled.arg("optimizer", 0)
+            name = _text(stepped.value) if stepped is not None else ""
+            if not name:
+                continue
+            for plain in _calls_on(facts, name, "step"):
+                if plain.args or plain.scope != scaled.scope or plain.in_loop != scaled.in_loop \
+                        or not _runs_with(plain, scaled):
+                    continue
+                yield plain, scaled
+
+
+def _runs_with(plain: Call, scaled: Call) -> bool:
+    """`plain` runs whenever `scaled` does: it is under no `if` of its own in the function, or under the same
+    test on the same side. The two sides of one `if`/`else`, or a plain step under another test (the branch
+    without a scaler, a step skipped when the norm is not finite), are not known to run together."""
+    return plain.guard is None or plain.guard == scaled.guard
+
+
+def _line(facts: FileFacts, call: Call) -> str:
+    return f"{facts.path}:{facts.spans[call.node].line}"
+
+
+def _double_step_message(facts: FileFacts, scaler: str, plain: Call, scaled: Call) -> str:
+    first = "after" if plain.order > scaled.order else "before"
+    return (f"`{plain.callee}()` steps the optimizer a second time in the iteration, {first} `{scaler}.step(...)` at "
+            f"{_line(facts, scaled)}: every update is applied twice (twice the learning rate for SGD, two moment "
+            "updates for Adam), and on an iteration where the scaler found inf/NaN and skipped its step, this "
+            + ("step applies the inf/NaN gradients anyway." if first == "after" else
+               "step applies gradients still multiplied by the loss scale (65536 at the start)."))
+
+
+def _same_iteration(facts: FileFacts, plain: Call, scaled: Call) -> Premise:
+    where = "the loop body" if plain.in_loop else "the body"
+    guard = "under no `if` of its own" if plain.guard is None else "under the same test"
+    return Premise("value", True, f"`{plain.callee}()` at {_line(facts, plain)} and `{scaled.callee}(...)` at "
+                   f"{_line(facts, scaled)} run in {where} of `{plain.scope}`, the plain step {guard}")
 
 
 def _custom_amp_device(facts: FileFacts, call: Call) -> Optional[str]:

@@ -58,6 +58,7 @@ def report_written(ctx: FileContext, rule: Rule, node: int, message: str, *, fix
     ctx.report(rule, node, message, fix=fix, severity=severity, autofix=autofix, rests_on=rests_on)
 
 
+
 class ProgramRule(Rule):
     """A rule about a whole training program. `frameworks` limits it to programs importing one."""
 

@@ -13,7 +13,7 @@ from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
 from acclint.rules.flow import calls_named, in_autograd_backward, mentions_any, short, value_of
-from acclint.rules.mask_kind import kind_of, masks
+from acclint.rules.mask_kind import HELPERS, kind_of, masks
 
 
 @lru_cache(maxsize=1)
@@ -221,7 +221,9 @@ class AttentionMaskPolarity(FusedTrap):
     ops = frozenset(masks()["sinks"])
     doc = RuleDoc(
         what="Follows the mask given to `npu_fusion_attention` (`atten_mask`) or `F.scaled_dot_product_attention` "
-        "(`attn_mask`) back through the function's assignments and local helpers' returns, and reports it when "
+        "(`attn_mask`) back through the function's assignments and local helpers' returns (a helper's parameters "
+        "mean what its call passes: `to_fused_mask(bias)` returning `~mask.bool()`; helpers imported from the "
+        "program's other modules are followed too), and reports it when "
         "what it means is the opposite of what the kernel reads: a keep mask (a `tril` causal mask, or an additive "
         "0/-inf mask turned boolean with `== 0` / `logical_not`) given to `npu_fusion_attention`, or a boolean "
         "mask that is True where positions are masked out (an additive mask built with `masked_fill(..., "
@@ -277,6 +279,75 @@ class AttentionMaskPolarity(FusedTrap):
                     q, k, v, heads, "BNSD", atten_mask=keep, scale=scale,
                 )[0]
         """, "through a helper's return: `== 0` makes a keep mask, which the NPU kernel reads as masked"),
+        Example.script("""
+            import torch
+            import torch_npu
+            from torch import nn
+
+
+            def to_fused_mask(mask):
+                return ~mask.bool()  # the SDPA habit: True = attend
+
+
+            class Block(nn.Module):
+                def __init__(self, dim, heads):
+                    super().__init__()
+                    self.heads, self.qkv = heads, nn.Linear(dim, 3 * dim)
+
+                def forward(self, x, lengths):
+                    q, k, v = self.qkv(x).chunk(3, dim=-1)
+                    keep = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]
+                    bias = torch.zeros(keep.shape, device=x.device).masked_fill(~keep, float("-inf"))
+                    return torch_npu.npu_fusion_attention(  # expect: ACL404
+                        q, k, v, self.heads, "BSH", atten_mask=to_fused_mask(bias)[:, None, None, :], scale=0.25,
+                    )[0]
+
+
+            if __name__ == "__main__":
+                model = Block(64, 4).npu()
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                model(torch.randn(2, 16, 64).npu(), torch.tensor([16, 9]).npu()).pow(2).mean().backward()
+                optimizer.step()
+        """, "an additive mask handed to a helper that converts its argument: the helper's return means what "
+            "the argument means, converted"),
+        Example({
+            "train.py": """
+                import torch
+                import torch_npu
+                from torch import nn
+
+                from masks import padding_bias
+
+
+                class Block(nn.Module):
+                    def __init__(self, dim, heads):
+                        super().__init__()
+                        self.heads, self.qkv = heads, nn.Linear(dim, 3 * dim)
+
+                    def forward(self, x, lengths):
+                        q, k, v = self.qkv(x).chunk(3, dim=-1)
+                        mask = (padding_bias(lengths, x.shape[1]) == 0)[:, None, None, :]
+                        return torch_npu.npu_fusion_attention(  # expect: ACL404
+                            q, k, v, self.heads, "BSH", atten_mask=mask, scale=0.25,
+                        )[0]
+
+
+                if __name__ == "__main__":
+                    model = Block(64, 4).npu()
+                    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                    model(torch.randn(2, 16, 64).npu(), torch.tensor([16, 9]).npu()).pow(2).mean().backward()
+                    optimizer.step()
+            """,
+            "masks.py": """
+                import torch
+
+
+                def padding_bias(lengths, seq):
+                    keep = torch.arange(seq, device=lengths.device)[None, :] < lengths[:, None]
+                    return torch.zeros(keep.shape, device=lengths.device).masked_fill(~keep, float("-inf"))
+            """,
+        }, "the additive mask built by a helper of another module: `== 0` makes the keep mask SDPA wants, which "
+            "the NPU kernel reads as masked"),
     )
     valid = (
         Example.script("""
@@ -318,7 +389,89 @@ class AttentionMaskPolarity(FusedTrap):
             def attention(q, k, v, mask):
                 return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.bool())
         """, "a parameter: its meaning is not known here"),
+        Example.script("""
+            import torch
+            import torch_npu
+            from torch import nn
+
+
+            def to_fused_mask(mask):
+                return mask.bool()  # True where the additive mask holds -inf: masked, as the NPU kernel reads it
+
+
+            class Block(nn.Module):
+                def __init__(self, dim, heads):
+                    super().__init__()
+                    self.heads, self.qkv = heads, nn.Linear(dim, 3 * dim)
+
+                def forward(self, x, lengths):
+                    q, k, v = self.qkv(x).chunk(3, dim=-1)
+                    keep = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]
+                    bias = torch.zeros(keep.shape, device=x.device).masked_fill(~keep, float("-inf"))
+                    return torch_npu.npu_fusion_attention(
+                        q, k, v, self.heads, "BSH", atten_mask=to_fused_mask(bias)[:, None, None, :], scale=0.25,
+                    )[0]
+
+
+            if __name__ == "__main__":
+                model = Block(64, 4).npu()
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                model(torch.randn(2, 16, 64).npu(), torch.tensor([16, 9]).npu()).pow(2).mean().backward()
+                optimizer.step()
+        """, "the same helper keeping the additive mask's polarity"),
+        Example({
+            "train.py": """
+                import torch
+                import torch_npu
+                from torch import nn
+
+                from masks import padding_bias
+
+
+                class Block(nn.Module):
+                    def __init__(self, dim, heads):
+                        super().__init__()
+                        self.heads, self.qkv = heads, nn.Linear(dim, 3 * dim)
+
+                    def forward(self, x, lengths):
+                        q, k, v = self.qkv(x).chunk(3, dim=-1)
+                        mask = padding_bias(lengths, x.shape[1]).bool()[:, None, None, :]
+                        return torch_npu.npu_fusion_attention(
+                            q, k, v, self.heads, "BSH", atten_mask=mask, scale=0.25,
+                        )[0]
+
+
+                if __name__ == "__main__":
+                    model = Block(64, 4).npu()
+                    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                    model(torch.randn(2, 16, 64).npu(), torch.tensor([16, 9]).npu()).pow(2).mean().backward()
+                    optimizer.step()
+            """,
+            "masks.py": """
+                import torch
+
+
+                def padding_bias(lengths, seq):
+                    keep = torch.arange(seq, device=lengths.device)[None, :] < lengths[:, None]
+                    return torch.zeros(keep.shape, device=lengths.device).masked_fill(~keep, float("-inf"))
+            """,
+        }, "a helper of another module builds the additive mask; `.bool()` is True where it masks, as the NPU "
+            "kernel reads it"),
     )
+
+    def check_program(self, ctx: ProgramContext) -> None:
+        """The program's files again, with helpers imported from its other modules followed (the project
+        resolves them); findings a file shows alone are the same findings, reported once."""
+        project = ctx.project
+        token = HELPERS.set(lambda facts, callee, scope: project.local_target(facts, callee, scope, {}))
+        try:
+            for facts in ctx.program.files:
+                for call in self.calls(facts):
+                    found = self.trap(facts, call)
+                    if found is not None:
+                        ctx.report(self, facts, call.node, found[0] + _where(facts, call), fix=found[1])
+        finally:
+            HELPERS.reset(token)
 
     def trap(self, facts: FileFacts, call: Call) -> Optional[tuple]:
         sinks = masks()["sinks"]

@@ -11,12 +11,13 @@ in knowledge/attention_masks.toml.
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import Callable, Optional
 
 from acclint.knowledge import table
-from acclint.linter.facts import MODULE_SCOPE, Arg, FileFacts, Value
+from acclint.linter.facts import MODULE_SCOPE, Arg, FileFacts, FunctionDef, Value
 from acclint.rules.flow import assigned_before
 
 _DEPTH = 6
@@ -52,7 +53,9 @@ def kind_of(facts: FileFacts, value: Optional[Value], scope: str, order: int, de
     elif value.base_call:
         kind = _call(facts, value, scope, order, depth)
     elif value.base == "self" and chain and "." in scope:  # `self.helper(...)...`: a method of this class
-        kind, chain = _helper(facts, f"{scope.rsplit('.', 1)[0]}.{chain[0]}", depth), chain[1:]
+        args = value.chain_args[0] if value.chain_args else ()
+        kind = _helper(facts, f"{scope.rsplit('.', 1)[0]}.{chain[0]}", depth, CallSite(args, scope, order, facts))
+        chain = chain[1:]
     elif value.base and "." not in value.base:
         kind = _name(facts, value.base, scope, order, depth)
     else:
@@ -96,7 +99,10 @@ def _name(facts: FileFacts, name: str, scope: str, order: int, depth: int) -> Op
     if held is None and scope != MODULE_SCOPE:
         function = facts.functions.get(scope)
         if function is not None and name in function.params:
-            return None  # a parameter: whatever the caller passes
+            passed = _BOUND.get().get((facts.abspath, scope, name))  # what the caller passed, followed from there
+            if passed is None:
+                return None  # a parameter: whatever the caller passes
+            return kind_of(passed[3], passed[0], passed[1], passed[2], depth + 1)
         scope, order = MODULE_SCOPE, math.inf  # a module-level constant, set when the module was imported
         held = assigned_before(facts, name, scope, order)
     if held is None:
@@ -140,7 +146,7 @@ def _call(facts: FileFacts, value: Value, scope: str, order: int, depth: int) ->
                         "logical_not")
     if names & _names("wheres"):
         return _where(facts, args, scope, order, depth)
-    return _helper(facts, value.base or "", depth)
+    return _helper(facts, value.base or "", depth, CallSite(args, scope, order, facts))
 
 
 def _triangle(which: str, source: Optional[Kind], args: tuple) -> Optional[Kind]:
@@ -179,14 +185,61 @@ def _where(facts: FileFacts, args: tuple, scope: str, order: int, depth: int) ->
     return Kind("additive", False, "where(..., -inf)") if condition.meaning == masked_when else None
 
 
-def _helper(facts: FileFacts, name: str, depth: int) -> Optional[Kind]:
-    """A local function's (or a method's, by qualified name) returns, when they all mean the same."""
-    if name not in facts.functions:
+@dataclass(frozen=True)
+class CallSite:
+    """The arguments a helper is called with, and where they are evaluated."""
+
+    args: tuple
+    scope: str
+    order: int
+    facts: FileFacts
+
+
+# (helper's file, scope, parameter) -> (the caller's Value, its scope, its order, its file) while a helper's
+# returns are read from one call: a helper that converts the mask it is given (`return ~mask.bool()`) means
+# what its argument means, converted.
+_BOUND: ContextVar[dict] = ContextVar("mask_kind_bound", default={})
+# Where a helper defined in another module is found: (file, callee, scope) -> (file, FunctionDef) or None.
+# Set while a program is judged (its project resolves imports); a file judged alone follows local helpers only.
+HELPERS: ContextVar[Optional[Callable]] = ContextVar("mask_kind_helpers", default=None)
+
+
+def _helper(facts: FileFacts, name: str, depth: int, site: Optional[CallSite] = None) -> Optional[Kind]:
+    """A local function's (or a method's, by qualified name) returns, when they all mean the same; its
+    parameters mean what the call site passes. Through the project, a helper imported from another module."""
+    function = facts.functions.get(name)
+    if function is None and site is not None and HELPERS.get() is not None and name:
+        found = HELPERS.get()(facts, name, site.scope)
+        if found is not None and isinstance(found[1], FunctionDef):
+            facts, function = found
+            name = function.qualname
+    if function is None:
         return None
-    kinds = {kind_of(facts, r.value, name, r.order, depth + 1) for r in facts.returns if r.scope == name}
+    token = _BOUND.set({**_BOUND.get(), **_bind(function, site, facts.abspath)}) if site is not None else None
+    try:
+        kinds = {kind_of(facts, r.value, name, r.order, depth + 1) for r in facts.returns if r.scope == name}
+    finally:
+        if token is not None:
+            _BOUND.reset(token)
     if len(kinds) != 1:
         return None
     return next(iter(kinds))
+
+
+def _bind(function: FunctionDef, site: CallSite, path: str) -> dict:
+    """(helper, parameter) -> the argument passed for it: positional in order (after `self` for a method),
+    then by keyword; starred arguments bind nothing."""
+    params = function.params[1:] if function.owner and function.params[:1] == ("self",) else function.params
+    bound: dict = {}
+    positional = [a for a in site.args if a.keyword is None]
+    for param, arg in zip(params, positional):
+        if arg.star:
+            break
+        bound[(path, function.qualname, param)] = (arg.value, site.scope, site.order, site.facts)
+    for arg in site.args:
+        if arg.keyword in params:
+            bound[(path, function.qualname, arg.keyword)] = (arg.value, site.scope, site.order, site.facts)
+    return bound
 
 
 def _operation(facts: FileFacts, value: Value, scope: str, order: int, depth: int) -> Optional[Kind]:

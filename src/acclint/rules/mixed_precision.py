@@ -1,6 +1,6 @@
 """Category `mixed-precision`: fp16 needs loss scaling (Ascend's fp16-only kernels make fp16 common
-there), autocast must name the device the run is on, and GPU TF32 switches have NPU HF32
-counterparts with other defaults (docs/knowledge/mixed-precision.md, docs/knowledge/numerics-modes.md). All written explicitly in one file."""
+there), and autocast and the scaler must name the device the run is on (docs/knowledge/mixed-precision.md).
+The float32 precision switches (TF32, HF32) are in float32_precision.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
 from acclint.linter.frameworks import program_loads_transfer_to_npu
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.base import report_written
 from acclint.rules.flow import calls_named, calls_with_method, mentions_any, receiver, value_of
 
 _NPU_PREFIXES = ("torch_npu", "torch.npu", "mindspeed")
@@ -577,79 +576,4 @@ class ScalerOnlyOnCuda(Rule):
                            "trains fp16 without loss scaling.", fix="torch.amp.GradScaler(device.type, enabled=fp16)")
 
 
-class Tf32FlagOnNpu(Rule):
-    code = "ACL605"
-    name = "tf32-flag-without-hf32"
-    category = "mixed-precision"
-    severity = "warning"
-    summary = "A CUDA TF32 switch in an NPU script, with the NPU HF32 switch left at a default that differs"
-    doc = RuleDoc(
-        what="Reports, in a file that uses torch_npu, `torch.backends.cuda.matmul.allow_tf32 = True`, "
-        "`torch.set_float32_matmul_precision('high'|'medium')` or `torch.backends.cudnn.allow_tf32 = False` when "
-        "the matching NPU switch (`torch.npu.matmul.allow_hf32`, `torch.npu.conv.allow_hf32`) is not set in the "
-        "file.",
-        why="The CUDA switches do nothing on NPU (transfer_to_npu does not map them). The NPU defaults differ: "
-        "matmul HF32 is **off** (`torch.npu.matmul.allow_hf32 = False`) and conv HF32 is **on** "
-        "(`torch.npu.conv.allow_hf32 = True`). So a GPU run with TF32 matmuls (10-bit mantissa) compares against "
-        "fp32 NPU matmuls, and a GPU run that turned cuDNN TF32 off (full fp32 convs) compares against HF32 NPU "
-        "convs (~11-bit mantissa).",
-        fix="Set the NPU switch with the same intent beside it: `torch.npu.matmul.allow_hf32 = True` for TF32 "
-        "matmuls, `torch.npu.conv.allow_hf32 = False` for fp32 convolutions.",
-        references=("docs/knowledge/numerics-modes.md#tf32-and-hf32",),
-    )
-    invalid = (
-        Example.script("""
-            import torch
-            import torch_npu
-
-            torch.backends.cuda.matmul.allow_tf32 = True  # expect: ACL605
-            torch.backends.cudnn.allow_tf32 = False  # expect: ACL605
-            torch.set_float32_matmul_precision("high")  # expect: ACL605
-        """),
-    )
-    valid = (
-        Example.script("""
-            import torch
-            import torch_npu
-
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.npu.matmul.allow_hf32 = True
-            torch.backends.cudnn.allow_tf32 = False
-            torch.npu.conv.allow_hf32 = False
-        """, "both sides set with the same intent"),
-        Example.script("""
-            import torch
-
-            torch.backends.cuda.matmul.allow_tf32 = True
-        """, "a GPU-only script"),
-    )
-
-    def check_file(self, ctx: FileContext) -> None:
-        facts = ctx.facts
-        flags = mp_table()["tf32"]
-        if not _npu_file(facts):
-            return
-        npu_set = {name for a in facts.assignments for name in a.names}
-        for assignment in facts.assignments:
-            for name in assignment.names & flags.keys():
-                entry = flags[name]
-                if entry["npu"] in npu_set or assignment.value.literal is entry["npu_default"] \
-                        or not isinstance(assignment.value.literal, bool):
-                    continue
-                report_written(ctx, self, assignment.node, f"`{name} = {assignment.value.literal}` has no effect on NPU, "
-                           f"where `{entry['npu']}` stays at its default {entry['npu_default']}: GPU and NPU "
-                           "compute these ops at different precision.",
-                           fix=f"{entry['npu']} = {assignment.value.literal}")
-        matmul = "torch.backends.cuda.matmul.allow_tf32"
-        if flags[matmul]["npu"] in npu_set:
-            return
-        for call in calls_named(facts, frozenset({"torch.set_float32_matmul_precision"})):
-            arg = call.arg("precision", 0)
-            if arg is not None and arg.value.literal in ("high", "medium"):
-                report_written(ctx, self, call.node, f"set_float32_matmul_precision({arg.value.literal!r}) lets CUDA use "
-                           "TF32 matmuls; on NPU it does nothing and torch.npu.matmul.allow_hf32 stays False.",
-                           fix="torch.npu.matmul.allow_hf32 = True")
-
-
-RULES = [Fp16WithoutLossScaling(), MindSporeFp16WithoutLossScale(), AutocastCudaOnNpu(), ScalerOnlyOnCuda(),
-         Tf32FlagOnNpu()]
+RULES = [Fp16WithoutLossScaling(), MindSporeFp16WithoutLossScale(), AutocastCudaOnNpu(), ScalerOnlyOnCuda()]

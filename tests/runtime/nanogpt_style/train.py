@@ -32,6 +32,8 @@ max_iters = 5
 eval_interval = 4
 eval_iters = 2
 dtype = "float32"
+warmup_iters = 0  # > 0: a linear warmup to learning_rate over this many iterations (a LambdaLR)
+compile = False  # torch.compile the model (nanoGPT's flag)
 out_file = ""
 config_keys = [k for k, v in globals().items() if not k.startswith("_") and isinstance(v, (int, float, bool, str))]
 exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "configurator.py")).read())
@@ -64,7 +66,12 @@ model = TinyGPT(Config(block_size, vocab_size, n_layer, n_head, n_embd, dropout,
 torch.manual_seed(seed + rank)
 scaler = torch.amp.GradScaler("cpu", enabled=(dtype == "float16"))
 optimizer = model.optimizer(weight_decay, learning_rate, (beta1, beta2))
+scheduler = None
+if warmup_iters:
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: min(1.0, it / warmup_iters))
 raw_model = model
+if compile:
+    model = torch.compile(model)
 if ddp:
     model = DDP(model)
 
@@ -99,6 +106,8 @@ while True:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     scaler.step(optimizer)
     scaler.update()
+    if scheduler is not None:
+        scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     if rank == 0:
         print(f"iter {iter_num}: loss {loss.item() * gradient_accumulation_steps:.4f}", flush=True)

@@ -18,6 +18,7 @@ from acclint.runtime_checks.model.fingerprint import OptimizerRecord
 from acclint.runtime_checks.adapters.mindspore_parallel import data_parallel_reducer
 from acclint.runtime_checks.adapters.offload import HostStore, aligned
 from acclint.runtime_checks.model.names import STATE_LEAVES, builtin_common_name, leaf
+from acclint.runtime_checks.model.schedules import cell_schedule
 from acclint.runtime_checks.model.optimizers import (
     MINDSPORE_ATTRIBUTE_NAMES,
     MINDSPORE_EXPERIMENTAL_TYPES,
@@ -167,6 +168,9 @@ class MindSporeAdapter(Adapter):
                 continue
             shared[eps_name(optimizer_type) if name == "eps" else name] = plain_value(value)
         parameters = list(optimizer.parameters)
+        peak, schedule = cell_schedule(optimizer)
+        if peak is not None:
+            shared["peak-lr"] = peak
         lrs = _per_parameter(optimizer.get_lr(), len(parameters))
         weight_decays = _per_parameter(optimizer.get_weight_decay(), len(parameters))
         per_param = [
@@ -178,6 +182,7 @@ class MindSporeAdapter(Adapter):
             type=optimizer_type,
             native_type=f"{cls.__module__}.{cls.__qualname__}",
             groups=group_params_by_hparams(per_param),
+            extra=schedule,
         )
 
     # ------------------------------------------------------------------ the step

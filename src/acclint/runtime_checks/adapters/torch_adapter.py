@@ -178,7 +178,9 @@ class TorchAdapter(Adapter):
         def post(_module: Any, _args: Any, output: Any) -> None:
             leave(output)
 
-        return [module.register_forward_pre_hook(pre, with_kwargs=True), module.register_forward_hook(post)]
+        torch = self.torch
+        return [module.register_forward_pre_hook(outside_compile(torch, pre), with_kwargs=True),
+                module.register_forward_hook(outside_compile(torch, post))]
 
     # ------------------------------------------------------------------ optimizer
     def optimizer_param_keys(self) -> list[int]:
@@ -241,11 +243,7 @@ class TorchAdapter(Adapter):
 
     # ------------------------------------------------------------------ norms
     def norms(self, tensors: dict[int, Any]) -> dict[int, float | None]:
-        vector_norm = self.torch.linalg.vector_norm
-        present = {
-            k: vector_norm(local_tensor(t).detach(), dtype=self.torch.float32) for k, t in tensors.items() if t is not None
-        }
-        values = self._floats(present)
+        values = norms(self.torch, {k: t for k, t in tensors.items() if t is not None})
         return {k: values.get(k) for k in tensors}
 
     def diff_norms(self, tensors: list[Any], snapshot: TorchSnapshot, write_back: bool = False) -> dict[int, float]:
@@ -284,15 +282,7 @@ class TorchAdapter(Adapter):
         return {id(t): norms.get(id(t), 0.0) for t in tensors}
 
     def _floats(self, scalars: dict[int, Any]) -> dict[int, float]:
-        # One device-to-host transfer per device instead of one synchronisation per tensor.
-        by_device: dict[Any, list[int]] = {}
-        for key, value in scalars.items():
-            by_device.setdefault(value.device, []).append(key)
-        result = {}
-        for keys in by_device.values():
-            values = self.torch.stack([scalars[k] for k in keys]).cpu().tolist()
-            result.update(zip(keys, values))
-        return result
+        return floats(self.torch, scalars)
 
     # ------------------------------------------------------------------ snapshots and RNG
     def snapshot(
@@ -404,6 +394,37 @@ class TorchAdapter(Adapter):
         source = self.torch.from_numpy(np.ascontiguousarray(array)).reshape(tensor.shape)
         with self.torch.no_grad():
             tensor.copy_(source)  # copy_ casts dtype and moves to the tensor's device
+
+
+def norms(torch: Any, tensors: dict[int, Any]) -> dict[int, float]:
+    """L2 norm of each tensor, on its device, accumulated in float32 at least (float64 stays
+    float64; bfloat16 and float16 are widened)."""
+    present = {}
+    for key, tensor in tensors.items():
+        data = local_tensor(tensor).detach()
+        data = data if data.is_floating_point() else data.float()
+        present[key] = torch.linalg.vector_norm(data, dtype=torch.promote_types(data.dtype, torch.float32))
+    return floats(torch, present)
+
+
+def floats(torch: Any, scalars: dict[int, Any]) -> dict[int, float]:
+    """Python floats of 0-d tensors: one device-to-host transfer per device instead of one
+    synchronisation per tensor."""
+    by_device: dict[Any, list[int]] = {}
+    for key, value in scalars.items():
+        by_device.setdefault(value.device, []).append(key)
+    result = {}
+    for keys in by_device.values():
+        values = torch.stack([scalars[k].to(torch.float64) for k in keys]).cpu().tolist()
+        result.update(zip(keys, values))
+    return result
+
+
+def outside_compile(torch: Any, hook: Callable) -> Callable:
+    """`hook` kept out of Dynamo's traces (torch.compile): it runs eagerly, on the real tensors
+    before any later in-place op, and acclint's own code is never compiled into the user's graphs."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return hook if disable is None else disable(hook)
 
 
 def unwrap(model: Any) -> Any:

@@ -10,7 +10,7 @@ leaf's output) is summarised once.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from acclint.runtime_checks.model.fingerprint import ActivationRecord, ValueRecord
 from acclint.runtime_checks.adapters.records import named_tensors, value_record
@@ -22,8 +22,14 @@ SPACED_VALUES = 64
 
 
 class ForwardRecorder:
-    def __init__(self, adapter: Any) -> None:
+    """`on_error`: where a failure of the recording goes, instead of into the forward it watches
+    (the hooks of `acclint capture` and the callbacks: the user's run must go on); the recording
+    stops there. Without it (capture()) the error is raised."""
+
+    def __init__(self, adapter: Any, on_error: "Callable[[BaseException], None] | None" = None) -> None:
         self.adapter = adapter
+        self.on_error = on_error
+        self.broken = False
         self.records: list[ActivationRecord] = []
         self._calls: dict[str, int] = {}
         self._open: list[tuple[str, str, int]] = []  # module calls entered and not yet left
@@ -54,7 +60,23 @@ class ForwardRecorder:
             self._seen.clear()  # drops the references to the step's tensors
 
     # ------------------------------------------------------------------ hooks
+    def _guard(self, hook: Callable[..., None]) -> Callable[..., None]:
+        if self.on_error is None:
+            return hook
+
+        def guarded(*args: Any) -> None:
+            if self.broken:
+                return
+            try:
+                hook(*args)
+            except Exception as error:
+                self.broken = True
+                self.on_error(error)
+
+        return guarded
+
     def _enter_hook(self, name: str, cls: str, leaf: bool) -> Any:
+        @self._guard
         def enter(args: Any, kwargs: Any) -> None:
             call = self._calls.get(name, 0)
             self._calls[name] = call + 1
@@ -66,6 +88,7 @@ class ForwardRecorder:
         return enter
 
     def _leave_hook(self, name: str, cls: str, leaf: bool) -> Any:
+        @self._guard
         def leave(output: Any) -> None:
             call = self._calls.get(name, 1) - 1
             if self._open and self._open[-1][0] == name:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from acclint.runtime_checks.capture.forward import ForwardRecorder
 from acclint.runtime_checks.adapters.frameworks import adapter_for
@@ -13,10 +13,10 @@ from acclint.runtime_checks.adapters.torch_adapter import unwrap
 class Candidate:
     """A candidate model: its forward recorder and the inputs of its top-level calls."""
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, on_error: "Callable[[BaseException], None]") -> None:
         self.module = module
         self.adapter = adapter_for(module, None)
-        self.recorder = ForwardRecorder(self.adapter)
+        self.recorder = ForwardRecorder(self.adapter, on_error)
         self.initial_state: list[tuple[Any, Any]] | None = None  # (buffer, its value before the first forward)
         self.names = {id(m): name for name, m in unwrap(module).named_modules()}
         self.inputs: list[Any] = []

@@ -94,6 +94,10 @@ def outcome(statuses: list[Status], returncode: int, settings: Settings) -> Outc
     if not captured:
         return Outcome(EXIT_ERROR, "no optimizer step was seen: " + _why_no_step(statuses, returncode))
     message = f"step 0 recorded in {settings.output}"
+    if settings.on_mismatch == "warn":  # the job ran to its end: its own exit status is the answer
+        verdict = ("" if not settings.reference else "; it differs from the reference (verdict above)"
+                   if any(s.ok is False for s in captured) else f"; at parity with {settings.reference}")
+        return Outcome(job_status(returncode), f"{message}{verdict}; the job ended with exit status {returncode}")
     if settings.keep_going and returncode != 0:
         return Outcome(EXIT_ERROR, f"{message}, but the command then failed (exit status {returncode})")
     if settings.reference and any(s.ok is False for s in captured):
@@ -102,6 +106,11 @@ def outcome(statuses: list[Status], returncode: int, settings: Settings) -> Outc
     if settings.reference:
         return Outcome(EXIT_OK, f"{message}; at parity with {settings.reference}")
     return Outcome(EXIT_OK, message)
+
+
+def job_status(returncode: int) -> int:
+    """The job's exit status as a shell reports it (a signal N as 128 + N)."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def _why_no_step(statuses: list[Status], returncode: int) -> str:

@@ -56,9 +56,12 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 def _hand_over(framework):
     def hook(module):
         sys.path.append(os.environ.get(_SETTINGS + "_PATH", ""))  # acclint itself, last: it shadows nothing
-        from acclint.runtime_checks.capture_hooks import child
+        try:
+            from acclint.runtime_checks.capture_hooks import child
 
-        child.start(framework, module)
+            child.start(framework, module)
+        except Exception as error:  # the user's `import torch` must succeed whatever happens here
+            sys.stderr.write(f"acclint capture: warning: step 0 will not be recorded: {type(error).__name__}: {error}\n")
 
     return hook
 

@@ -13,8 +13,13 @@ class StepProbe(Probe):
 
     _taken: "dict[str, float | None]"
 
-    def take_gradients(self) -> None:
+    def take_gradients(self, before_clipping: "dict[int, float] | None" = None) -> None:
+        """The gradient norms now; `before_clipping` (parameter key -> norm, read when the loop
+        clipped) replaces those of the parameters it holds: trainers log the norm before clipping."""
         self._taken = super()._grad_norms(None)
+        if before_clipping:
+            by_name = {item.name: self._adapter.key(item.tensor) for item in self._params}
+            self._taken = {name: before_clipping.get(by_name.get(name), norm) for name, norm in self._taken.items()}
 
     def _grad_norms(self, grads: Any) -> "dict[str, float | None]":
         return self._taken

@@ -17,13 +17,14 @@ Every hook and wrapper is removed once the fingerprint is taken, so later steps 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from acclint.runtime_checks.capture_hooks.candidate import Candidate
 from acclint.runtime_checks.capture_hooks.step_probe import StepProbe
 from acclint.runtime_checks.model.errors import FingerprintError
 from acclint.runtime_checks.model.fingerprint import Fingerprint
-from acclint.runtime_checks.adapters.torch_adapter import unwrap
+from acclint.runtime_checks.adapters.torch_adapter import outside_compile, unwrap
 
 
 class TorchStepObserver:
@@ -40,14 +41,18 @@ class TorchStepObserver:
         self.model, self.steps = model, steps
         self.batches: list[Any] = []  # given by a callback (the trainer's batch): replaces the inputs seen
         self.models: dict[int, Candidate] = {}
+        self.called: dict[int, Any] = {}  # modules of the named model called at the top level
         self.depth = 0
         self.in_backward = False
         self.losses: list[float] = []
         self.scaled: dict[int, float] = {}  # id(scaled loss) -> the loss before GradScaler.scale
         self.clip: float | None = None  # max_norm of clip_grad_norm_ before the first step
+        self.unclipped: dict[int, float] = {}  # id(parameter) -> its gradient norm before clipping
         self.probe: StepProbe | None = None
         self.optimizer: Any = None
-        self.stepped = False  # step 0 recorded, waiting for the step-1 loss
+        self.stepped = False  # step 0 recorded, waiting for the later steps' losses
+        self.step_losses: list[float] = []  # each step's loss (--steps N > 2)
+        self.step_lrs: list[list[float]] = []  # each step's lr per group, as the step uses it
         self._batch: Any = None
         self._ready: Fingerprint | None = None
         self.done = False
@@ -60,10 +65,11 @@ class TorchStepObserver:
 
         torch = self.torch
         handles = [
-            module_hooks.register_module_forward_pre_hook(self._forward_enter),
-            module_hooks.register_module_forward_hook(self._forward_leave, with_kwargs=True, always_call=True),
-            optim.register_optimizer_step_pre_hook(self._step_begins),
-            optim.register_optimizer_step_post_hook(self._step_ends),
+            module_hooks.register_module_forward_pre_hook(outside_compile(torch, self._forward_enter)),
+            module_hooks.register_module_forward_hook(outside_compile(torch, self._forward_leave), with_kwargs=True,
+                                                      always_call=True),
+            optim.register_optimizer_step_pre_hook(outside_compile(torch, self._step_begins)),
+            optim.register_optimizer_step_post_hook(outside_compile(torch, self._step_ends)),
         ]
         self._undo += [handle.remove for handle in handles]
         self._wrap(torch.autograd, "backward", self._backward)
@@ -74,6 +80,7 @@ class TorchStepObserver:
     def _wrap(self, owner: Any, name: str, wrapper: Callable) -> None:
         original = getattr(owner, name)
 
+        @functools.wraps(original)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             return wrapper(original, *args, **kwargs)
 
@@ -93,23 +100,31 @@ class TorchStepObserver:
 
     # ------------------------------------------------------------------ forward
     def _forward_enter(self, module: Any, args: Any) -> None:
-        if self.in_backward or self.probe is not None:
+        if self.in_backward or self.probe is not None or self.done:
             return
         if self.depth == 0 and self.torch.is_grad_enabled():
-            model = self._model_of(module)
-            if model is not None:
-                model.start_recording(module, args)
+            self._guarded(self._top_level_call, module, args)
         self.depth += 1
 
+    def _top_level_call(self, module: Any, args: Any) -> None:
+        model = self._model_of(module)
+        if model is not None:
+            model.start_recording(module, args)
+            if self.model is not None:
+                self.called[id(module)] = module
+
     def _forward_leave(self, module: Any, args: Any, kwargs: Any, _output: Any) -> None:
-        if self.in_backward or self.probe is not None:
+        if self.in_backward or self.probe is not None or self.done:
             return
         self.depth = max(0, self.depth - 1)
         if self.depth == 0 and self.torch.is_grad_enabled():
-            model = self._model_of(module)
-            if model is not None:
-                inputs = list(args) + ([kwargs] if kwargs else [])
-                model.inputs.append(inputs[0] if len(inputs) == 1 else inputs)
+            self._guarded(self._top_level_return, module, args, kwargs)
+
+    def _top_level_return(self, module: Any, args: Any, kwargs: Any) -> None:
+        model = self._model_of(module)
+        if model is not None:
+            inputs = list(args) + ([kwargs] if kwargs else [])
+            model.inputs.append(inputs[0] if len(inputs) == 1 else inputs)
 
     def add_batch(self, batch: Any) -> None:
         if self.probe is None:
@@ -122,45 +137,61 @@ class TorchStepObserver:
         if self.model is not None and id(unwrap(module)) not in self._named().names:
             return None
         if id(owner) not in self.models:
-            self.models[id(owner)] = Candidate(owner)
+            self.models[id(owner)] = Candidate(owner, self._broken)
         return self.models[id(owner)]
 
     def _named(self) -> Candidate:
         if id(self.model) not in self.models:
-            self.models[id(self.model)] = Candidate(self.model)
+            self.models[id(self.model)] = Candidate(self.model, self._broken)
         return self.models[id(self.model)]
 
     # ------------------------------------------------------------------ loss
     def _scale(self, original: Callable, scaler: Any, outputs: Any) -> Any:
         scaled = original(scaler, outputs)
-        if scaled is not outputs and self.torch.is_tensor(outputs) and outputs.numel() == 1:
-            self.scaled[id(scaled)] = float(outputs.detach().float().item())
+        self._guarded(self._remember_unscaled, scaled, outputs)
         return scaled
 
+    def _remember_unscaled(self, scaled: Any, outputs: Any) -> None:
+        if scaled is not outputs and self.torch.is_tensor(outputs) and outputs.numel() == 1:
+            self.scaled[id(scaled)] = float(outputs.detach().float().item())
+
     def _backward(self, original: Callable, tensors: Any, *args: Any, **kwargs: Any) -> Any:
-        first = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
-        if not self.in_backward and self.torch.is_tensor(first) and first.numel() == 1:
-            value = self.scaled.pop(id(first), None)
-            self.losses.append(float(first.detach().float().item()) if value is None else value)
-        if self.probe is None:
-            for model in self.models.values():
-                model.stop_recording()  # activation checkpointing re-runs forwards inside backward
+        if not self.in_backward:
+            self._guarded(self._loss_reaches_backward, tensors)
         outer, self.in_backward = self.in_backward, True
         try:
             return original(tensors, *args, **kwargs)
         finally:
             self.in_backward = outer
 
-    def _clip(self, original: Callable, parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Any:
+    def _loss_reaches_backward(self, tensors: Any) -> None:
+        first = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
+        if self.torch.is_tensor(first) and first.numel() == 1:
+            value = self.scaled.pop(id(first), None)
+            self.losses.append(float(first.detach().float().item()) if value is None else value)
         if self.probe is None:
+            for model in self.models.values():
+                model.stop_recording()  # activation checkpointing re-runs forwards inside backward
+
+    def _norm_before_clipping(self, parameters: list[Any]) -> None:
+        """Gradient norms as the loop logs them, before clipping (clip_grad_norm_ scales .grad in place)."""
+        from acclint.runtime_checks.adapters.torch_adapter import norms
+
+        self.unclipped.update(norms(self.torch, {id(p): p.grad for p in parameters if p.grad is not None}))
+
+    def _clip(self, original: Callable, parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Any:
+        if self.probe is None and not self.done:
+            # a generator (model.parameters()) is read once: the clipping gets the same list
+            parameters = [parameters] if self.torch.is_tensor(parameters) else list(parameters)
             self.clip = float(max_norm)
+            self._guarded(self._norm_before_clipping, parameters)
         return original(parameters, max_norm, *args, **kwargs)
 
     # ------------------------------------------------------------------ the optimizer step
     def _step_begins(self, optimizer: Any, args: Any, kwargs: Any) -> Any:
         if self.done or (self.optimizer is not None and optimizer is not self.optimizer):
             return None
-        action = self._before_update if self.probe is None else self._step_one_loss
+        action = self._before_update if self.probe is None else self._later_step
         # torch passes the step's own arguments with the optimizer first: (optimizer, closure?)
         positional = len(args) > 1
         closure = args[1] if positional else kwargs.get("closure")
@@ -186,21 +217,26 @@ class TorchStepObserver:
         self.optimizer = optimizer
         if not self.losses:
             raise FingerprintError("no loss reached backward() before the first optimizer step")
+        self.step_lrs.append(group_lrs(optimizer))
         model = self._choose(optimizer)
         model.stop_recording()
+        root, records = self._root(model, optimizer)
         with model.state_before_forward():
-            probe = StepProbe(model.module, optimizer)
-        probe.take_gradients()
-        probe.add_forward(model.recorder.records)
+            probe = StepProbe(root, optimizer)
+        probe.take_gradients(self.unclipped)
+        probe.add_forward(records)
         if self.clip is not None:
             probe.set_extra("clip-grad", self.clip)  # as capture(clip_grad_norm=) records it
         given = self.batches[0] if len(self.batches) == 1 else self.batches
-        self._batch = given if self.batches else model.batch()
+        # a trainer's batch, unless the model recorded is the module it calls: then, as without the
+        # callback, what reached that module
+        self._batch = given if self.batches and root is model.module else model.batch()
         self.probe = probe
 
     def _after_update(self) -> None:
         probe = self.probe
         probe.record(0, sum(self.losses), batch=self._batch)
+        self.step_losses.append(sum(self.losses))
         self._batch = None
         self.losses = []
         self.stepped = True
@@ -209,14 +245,24 @@ class TorchStepObserver:
         else:
             self._release_forward()
 
-    def _step_one_loss(self, optimizer: Any) -> None:
-        if self.losses:  # an optimizer stepped without a loss (a closure-free second optimizer): no step-1 loss
-            self.probe.record(1, sum(self.losses))
-        self._finish()
+    def _later_step(self, optimizer: Any) -> None:
+        """Step k >= 1 begins: its loss (the batches since step k - 1) and the lr it will use."""
+        if not self.losses:  # an optimizer stepped without a loss (a closure-free second optimizer): stop here
+            self._finish()
+            return
+        if len(self.step_losses) == 1:
+            self.probe.record(1, sum(self.losses))  # the loss after one update, on the next batch
+        self.step_losses.append(sum(self.losses))
+        self.step_lrs.append(group_lrs(optimizer))
+        self.losses = []
+        if len(self.step_losses) >= self.steps:
+            self._finish()
 
     def _finish(self) -> None:
         self.done = True
         self._ready = self.probe.fingerprint()
+        if self.steps > 2 and self._ready.step is not None:
+            self._ready.step.losses, self._ready.step.lrs = self.step_losses, self.step_lrs
         self.uninstall()
 
     def _release_forward(self) -> None:
@@ -228,18 +274,49 @@ class TorchStepObserver:
         self._undo[1]()
 
     def _guarded(self, action: Callable, *args: Any) -> None:
+        """`action` on acclint's side of a hook: its failure ends the observation with one call to
+        `fail`, and the user's training goes on untouched."""
         if self.done:
             return
         try:
             action(*args)
         except Exception as error:  # acclint failing must not take the user's training with it
-            self.done = True
-            self.uninstall()
-            self.fail(error)
+            self._broken(error)
             return
         if self._ready is not None:  # outside the guard: `finish` may stop the run on a mismatch
             fingerprint, self._ready = self._ready, None
             self.finish(fingerprint)
+
+    def _broken(self, error: BaseException) -> None:
+        """The observation ends here, every hook removed, and `fail` says why once."""
+        if not self.done:
+            self.done = True
+            self.uninstall()
+            self.fail(error)
+
+    def _root(self, model: Candidate, optimizer: Any) -> tuple[Any, list]:
+        """The module recorded as the model, and its forward records named from it. A model handed
+        over by a trainer that never calls it (a LightningModule: Lightning calls training_step,
+        which calls the network) is recorded as the module it calls, as `acclint capture` records
+        it without the callback, so the two files of one run compare."""
+        records = model.recorder.records
+        if self.model is None or id(unwrap(self.model)) in self.called or id(self.model) in self.called:
+            return model.module, records
+        held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        inside = [m for m in self.called.values() if any(id(p) in held for p in m.parameters())]
+        if not inside:
+            return model.module, records
+        called = max(inside, key=lambda m: sum(1 for p in m.parameters() if id(p) in held))
+        if not held <= {id(p) for p in called.parameters()}:
+            return model.module, records  # the optimizer trains more than that module: the whole model it is
+        path = model.names.get(id(called), "")
+        prefix = path + "."
+        renamed = []
+        for record in records:
+            if record.name == path or record.name.startswith(prefix):
+                record.name = "" if record.name == path else record.name[len(prefix):]
+                renamed.append(record)
+        return called, renamed
 
     def _choose(self, optimizer: Any) -> Candidate:
         """The candidate holding most of the optimizer's parameters (a loss module called at the
@@ -258,3 +335,9 @@ class TorchStepObserver:
                 "(a model called only inside torch.no_grad, or an optimizer over tensors that are in no module)"
             )
         return best
+
+
+
+def group_lrs(optimizer: Any) -> list[float]:
+    """The lr of every param group, as the step about to run uses it (a scheduler set it already)."""
+    return [float(group["lr"]) for group in getattr(optimizer, "param_groups", ())]

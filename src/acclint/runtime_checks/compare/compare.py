@@ -8,14 +8,18 @@ so the first mismatch without it is the one to fix first.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from acclint.runtime_checks.distributed.logical import FORWARD_VIEW, RANK_ZERO_VIEW
 from acclint.runtime_checks.model.errors import FingerprintError, NonFiniteLossError
+from acclint.runtime_checks.model.ranks import world_sizes
 from acclint.runtime_checks.model.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord
 from acclint.runtime_checks.distributed.rank_files import load
+from acclint.runtime_checks.compare.batch_split import same_samples_split_differently
 from acclint.runtime_checks.compare.forward_compare import (
     DEFAULT_ACTIVATION_RTOL,
     ForwardComparison,
@@ -27,8 +31,14 @@ from acclint.runtime_checks.compare.forward_compare import (
     stats_close,
 )
 from acclint.runtime_checks.model.mismatch import Mismatch
-from acclint.runtime_checks.model.names import NameMapping, close_matches, load_mapping
-from acclint.runtime_checks.model.optimizers import NEUTRAL_HPARAMS, merge_equal_groups, values_equal
+from acclint.runtime_checks.model.names import (
+    NameMapping,
+    close_matches,
+    load_mapping,
+    whole_model_prefix,
+    without_wrappers,
+)
+from acclint.runtime_checks.model.optimizers import STANDS_FOR, hparam, merge_equal_groups, values_equal
 from acclint.runtime_checks.model.stages import ADDED_IN_FORMAT, SEED_FEEDS, STAGES, TITLES, UPSTREAM, StagedVerdict
 
 # Losses and norms: float32 noise between two correct runs is ~1e-7 relative; real divergence is far above.
@@ -57,6 +67,9 @@ OPTIMIZER_TYPE_NOTES = {
         "MindSpore RMSProp adds eps inside the square root, torch outside", True,
     ),
 }
+
+# Optimizer settings outside the groups that name a class of one framework (compared within one only).
+SCHEDULER_NAMES = frozenset({"lr-schedule"})
 
 # Below this share of parameter names found on both sides (of the larger side's count),
 # the fingerprints are of different models: listing every missing name would bury that.
@@ -209,6 +222,9 @@ class _Side:
     def __init__(self, fingerprint: Fingerprint, label: str, rules: NameMapping) -> None:
         self.fp = fingerprint
         self.label = label
+        prefix = whole_model_prefix(without_wrappers(p.name) for p in fingerprint.params)
+        if prefix is not None and prefix not in rules.prefixes:  # recorded through a DDP-style wrapper
+            rules = dataclasses.replace(rules, prefixes={**rules.prefixes, prefix: ""})
         self.rename: dict[str, str] = {}
         self.params = self._index(fingerprint.params, rules)
         self.state = self._index(fingerprint.state, rules)
@@ -250,6 +266,7 @@ class _Comparer:
         self.common = [n for n in left.params if n in right.params]
         self.common_state = [n for n in left.state if n in right.state]
         self.forward = ForwardComparison(left.forward, right.forward, activation_rtol, atol)
+        self.forward.views_differ = _forward_views_differ(left.fp, right.fp)
         self.with_mindspore = "mindspore" in (left.fp.framework, right.fp.framework)
         self.seed = self._seed_difference()
         self.different_models = self._different_models()
@@ -269,6 +286,7 @@ class _Comparer:
             "loss": self.check_loss,
             "grads": self.check_grads,
             "update": self.check_update,
+            "steps": self.check_steps,
             "env": self.check_env,
         }
         outcomes: dict[str, StageOutcome] = {}
@@ -344,7 +362,18 @@ class _Comparer:
         )
 
     def check_data(self, outcome: StageOutcome) -> None:
-        check_data(outcome, self.left.fp.batch, self.right.fp.batch, self.hashes_differ(), self.rtol, self.atol)
+        left, right = self.left.fp, self.right.fp
+        check_data(outcome, left.batch, right.batch, self.hashes_differ(), self.rtol, self.atol)
+        if not outcome.mismatches or self.hashes_differ() or left.batch is None or right.batch is None:
+            return
+        split = same_samples_split_differently(left.batch, right.batch, left.world_size, right.world_size)
+        if split is not None:  # the same samples: not "different data", but a split of its own
+            outcome.mismatches = [Mismatch(
+                "batch", "<split>", None, None,
+                f"the same samples reach the optimizer step, split differently: {split} (equal losses and gradients "
+                "follow when each micro-batch's loss is scaled by its share; BatchNorm statistics do not)",
+            )]
+            outcome.summary = f"the same samples, split differently: {split}"
 
     # ------------------------------------------------------------------ helpers
     def hashes_differ(self) -> str | None:
@@ -430,11 +459,11 @@ class _Comparer:
                 a, b = left[name], right[name]
                 if a.shape != b.shape:
                     outcome.mismatches.append(Mismatch(
-                        "param-shape", name, a.shape, b.shape, f"{what} shape {a.shape} on the left, {b.shape} on the right",
+                        "param-shape", name, a.shape, b.shape, f"{what} {name}: shape {a.shape} on the left, {b.shape} on the right",
                     ))
                 elif a.dtype != b.dtype:
                     outcome.mismatches.append(Mismatch(
-                        "param-shape", name, a.dtype, b.dtype, f"{what} dtype {a.dtype} on the left, {b.dtype} on the right",
+                        "param-shape", name, a.dtype, b.dtype, f"{what} {name}: dtype {a.dtype} on the left, {b.dtype} on the right",
                     ))
         if self.different_models is not None:  # the listed names follow from it
             for mismatch in outcome.mismatches[1:]:
@@ -479,7 +508,9 @@ class _Comparer:
             self._check_hparams(outcome, shared, same_type)
         self._check_extra(outcome, lo.extra, ro.extra)
         if not outcome.mismatches:
-            outcome.summary = f"{lo.type}, {len(self.left.groups)} group(s)"
+            raw, distinct = len(lo.groups), len(self.left.groups)
+            outcome.summary = f"{lo.type}, {raw} group(s)" + (
+                f" ({distinct} with distinct settings)" if distinct != raw else "")
 
     def _blocks(self, side: _Side, shared: list[str]) -> set[tuple[int, frozenset[str]]]:
         held = {n for g in side.groups for n in g.params}
@@ -515,8 +546,9 @@ class _Comparer:
         findings: dict[str, list[tuple[Any, Any, list[str]]]] = {}
         for lg, rg, members in pairs:
             keys = (set(lg.hparams) | set(rg.hparams)) if same_type else (set(lg.hparams) & set(rg.hparams))
+            keys |= {k for k in STANDS_FOR if k in lg.hparams or k in rg.hparams}  # a peak hidden by a warmup
             for key in sorted(keys):
-                a, b = lg.hparams.get(key, NEUTRAL_HPARAMS.get(key)), rg.hparams.get(key, NEUTRAL_HPARAMS.get(key))
+                a, b = hparam(lg.hparams, key), hparam(rg.hparams, key)
                 if not values_equal(a, b):
                     findings.setdefault(key, []).append((a, b, members))
         for key, found in findings.items():
@@ -537,6 +569,8 @@ class _Comparer:
 
     def _check_extra(self, outcome: StageOutcome, left: Mapping[str, Any], right: Mapping[str, Any]) -> None:
         for key in sorted(set(left) | set(right)):
+            if key in SCHEDULER_NAMES and self.left.fp.framework != self.right.fp.framework:
+                continue  # a class name of each framework's own: the peak and warmup say what it does
             a, b = left.get(key), right.get(key)
             if a is None or b is None or not values_equal(a, b):
                 if a is None and b is None:
@@ -673,6 +707,50 @@ class _Comparer:
         else:
             outcome.summary = ", ".join(compared) + (f" ({'; '.join(notes)})" if notes else "")
 
+    # ------------------------------------------------------------------ later steps (--steps N)
+    def check_steps(self, outcome: StageOutcome) -> None:
+        """The first step whose lr, then whose loss, differs. Losses after updates carry float noise
+        that each update amplifies: they are compared within update_rtol (atol as everywhere)."""
+        ls, rs = self.left.fp.step, self.right.fp.step
+        missing = [side for side, step in (("left", ls), ("right", rs)) if step is None or not step.losses]
+        if missing:
+            outcome.skipped = (f"not recorded: one step captured on the {' and the '.join(missing)} "
+                               "(acclint capture --steps N records the loss and lr of N steps)")
+            return
+        count = min(len(ls.losses), len(rs.losses))
+        lr_step = self._first_lr_difference(ls.lrs or [], rs.lrs or [], count)
+        if lr_step is not None:
+            k, a, b = lr_step
+            outcome.mismatches.append(Mismatch(
+                "optimizer-hparam", f"lr-step-{k}", a, b,
+                f"the lr first differs at step {k}: {_show_lrs(a)} on the left, {_show_lrs(b)} on the right"
+                + (f" ({_steps_before(k)} the same)" if k else "") + ": the lr schedule differs",
+            ))
+        for k in range(count):
+            a, b = ls.losses[k], rs.losses[k]
+            if self.close(a, b, self.update_rtol):
+                continue
+            rel = abs(a - b) / max(abs(a), abs(b)) if max(abs(a), abs(b)) else math.inf
+            outcome.mismatches.append(Mismatch(
+                "loss", f"loss-step-{k}", a, b,
+                f"the loss first diverges at step {k}: {a:.8g} vs {b:.8g} (relative difference {rel:.2e}, beyond "
+                f"rtol {self.update_rtol:g} / atol {self.atol:g})" + (f"; {_steps_before(k)} match" if k else ""),
+                consequence_of="optimizer-hparam" if lr_step is not None and lr_step[0] <= k else None,
+            ))
+            break
+        shorter = "" if len(ls.losses) == len(rs.losses) else f"; {len(ls.losses)} vs {len(rs.losses)} steps recorded"
+        outcome.summary = f"loss and lr of {count} steps (rtol {self.update_rtol:g}){shorter}"
+
+    @staticmethod
+    def _first_lr_difference(left: list[list[float]], right: list[list[float]],
+                             count: int) -> tuple[int, list[float], list[float]] | None:
+        for k in range(min(count, len(left), len(right))):
+            a, b = left[k], right[k]
+            # groups are compared in order; a different number of groups is the optimizer stage's finding
+            if not all(values_equal(x, y) for x, y in zip(a, b)):
+                return k, a, b
+        return None
+
     def _noise_level_gradients(self) -> set[str]:
         """Parameters whose gradient is zero within tolerance on both sides (e.g. a bias followed by
         BatchNorm): an adaptive optimizer turns that noise into a full-size, meaningless update."""
@@ -694,10 +772,26 @@ class _Comparer:
                 outcome.mismatches.append(Mismatch("env", key, a, b, f"{key} is {a} on the left, {b} on the right"))
         if self.seed is not None:
             outcome.mismatches.insert(0, self.seed)
+
         lv, rv = le.get("versions", {}), re_.get("versions", {})
         outcome.summary = " vs ".join(
             f"{fp.framework} {versions.get(fp.framework, '?')}" for fp, versions in ((self.left.fp, lv), (self.right.fp, rv))
         )
+        if self.left.fp.world_size != self.right.fp.world_size:
+            outcome.summary += f" ({world_sizes(self.left.fp, self.right.fp)})"
+
+
+def _forward_views_differ(left: Fingerprint, right: Fingerprint) -> str | None:
+    """Why the forward stages cannot be set side by side: a data-parallel run's forward is rank 0's
+    share of the batch, which another world size does not see."""
+    if left.world_size == right.world_size:
+        return None
+    viewed = [side for side, fp in (("left", left), ("right", right))
+              if fp.env.get("settings", {}).get(FORWARD_VIEW) == RANK_ZERO_VIEW]
+    if not viewed:
+        return None
+    return (f"not compared: the {' and the '.join(viewed)} forward is rank 0's share of a data-parallel batch, and the "
+            f"world size differs ({world_sizes(left, right)}); data, loss and gradients cover the whole batch")
 
 
 def _show(value: Any) -> str:
@@ -707,12 +801,20 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _steps_before(k: int) -> str:
+    return "step 0" if k == 1 else f"steps 0-{k - 1}"
+
+
+def _show_lrs(lrs: list[float]) -> str:
+    return _show(lrs[0]) if len(set(lrs)) == 1 else "[" + ", ".join(_show(v) for v in lrs) + "]"
+
+
 def _nonfinite(value: float) -> str:
     return "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf") if math.isinf(value) else "finite"
 
 
 def _diff_hparams(mine: Mapping[str, Any], other: Mapping[str, Any], only_differences: bool) -> str:
-    keys = sorted(k for k in mine if not only_differences or not values_equal(mine[k], other.get(k, NEUTRAL_HPARAMS.get(k))))
+    keys = sorted(k for k in mine if not only_differences or not values_equal(mine[k], hparam(other, k)))
     return ", ".join(f"{k} {_show(mine[k])}" for k in keys) or "same settings"
 
 

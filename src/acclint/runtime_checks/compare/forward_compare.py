@@ -170,6 +170,7 @@ def index_forward(records: list[ActivationRecord] | None, rules: NameMapping) ->
 class ForwardComparison:
     def __init__(self, left: list | None, right: list | None, rtol: float, atol: float) -> None:
         self.left, self.right = left, right
+        self.views_differ: str | None = None  # why the two forwards saw different shares of the batch
         self.rtol, self.atol = rtol, atol
         # Position of each module's first output in the left run: what had run by when.
         self.position: dict[str, int] = {}
@@ -186,6 +187,9 @@ class ForwardComparison:
     def check(self, outcome: Any) -> None:
         if self.left is None or self.right is None:
             outcome.skipped = f"not recorded on the {'left' if self.left is None else 'right'}"
+            return
+        if self.views_differ:
+            outcome.skipped = self.views_differ
             return
         partners = dict(self.right)
         last_ok: str | None = None
@@ -219,8 +223,12 @@ class ForwardComparison:
                                                    f"{name} ({record.module}) differs too: {stats}",
                                                    consequence_of="activation"))
         matched_names = {key[0] for key, _ in self.left if key in partners}
-        if not outputs and self.left and self.right:
-            outcome.skipped = "not compared: no module call has the same name on both sides"
+        if not outputs:  # nothing compared is never "ok"
+            empty = [side for side, records in (("left", self.left), ("right", self.right)) if not records]
+            outcome.skipped = ("not compared: no module call has the same name on both sides" if not empty else
+                               f"not compared: no module output was recorded on the {' and the '.join(empty)} "
+                               "(the forward ran outside the module hooks: a compiled graph, a forward under no_grad, "
+                               "or a MindSpore graph-mode step)")
             return
         if first is None:
             outcome.summary = f"{outputs} module output(s) of {len(matched_names)} module(s) within tolerance"

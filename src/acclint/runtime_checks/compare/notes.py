@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from acclint.runtime_checks.model.fingerprint import Fingerprint
+from acclint.runtime_checks.model.ranks import world_sizes
 from acclint.runtime_checks.model.stages import TITLES, UPSTREAM
 
 if TYPE_CHECKING:
@@ -38,6 +39,12 @@ def verdict_notes(result: "ComparisonResult") -> list[str]:
     dropout = _dropout_note(result)
     if dropout:
         notes.append(dropout)
+    if result.left.world_size != result.right.world_size:
+        # Not a difference by itself (a TP=8 run and a single device compare), but the data-parallel
+        # split changes each rank's batch and the gradient averaging: say it where differences are read.
+        notes.append(f"the world size differs ({world_sizes(result.left, result.right)}): differences in the data, "
+                     "the loss and the gradients may follow from the data-parallel split (each rank's share of the "
+                     "batch, the sampler, the gradient averaging) rather than from the stage named first")
     return notes
 
 

@@ -34,6 +34,8 @@ HINTS = {
     "grads": "the gradients differ: the backward pass differs; start at the first diverging parameter",
     "update": "the update differs: the optimizer implementation (eps placement, bias correction, fused kernels) "
     "or loss scaling",
+    "steps": "step 0 matches but a later step does not: the lr schedule (warmup, decay) if the lr differs, "
+    "else the data of later steps, dropout, or float noise the updates amplify",
     "env": "numerics settings differ: deterministic algorithms or TF32/HF32 flags",
 }
 # The earlier stages a hint may say match, when they were compared in full and did match.
@@ -42,12 +44,16 @@ HINT_CLAIMS = {
     "loss": ("weights", "forward"),
     "grads": ("loss",),
     "update": ("loss", "grads"),
+    "steps": ("loss", "grads", "update"),
 }
 SINGULAR_TITLES = {"step-0 loss", "forward", "optimizer", "training mode", "environment", "parameter count"}
 # A cause that is its stage's exception: (stage, mismatch name) -> (what it is, where to look).
 CAUSE_HINTS = {
     ("env", "seed"): ("seed", "the runs are seeded differently: the initial weights, the data order and the dropout masks "
     "all follow from the seed; seed both sides identically (or transfer the weights and feed the same batch)"),
+    ("data", "<split>"): ("a different split", "the same samples reach the optimizer step in another split (micro-batch "
+    "x accumulation, or rank x micro-batch): align the split, or check that each micro-batch's loss is scaled by its "
+    "share of the step; the differences after it follow from the split"),
     ("names", "<model>"): ("different models", "the two fingerprints are of different networks: capture the same model on both sides "
     "(a mapping file helps only when the layers are the same under other names)"),
 }

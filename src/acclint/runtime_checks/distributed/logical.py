@@ -150,6 +150,10 @@ def assemble(global_shape: Iterable[int], blocks: Iterable[tuple[Piece, np.ndarr
     return full
 
 
+# env.settings key of a data-parallel fingerprint whose forward is rank 0's view (its share of the batch).
+FORWARD_VIEW, RANK_ZERO_VIEW = "forward-view", "rank 0 (its share of the batch)"
+
+
 def merge(parts: list[RankPart], logical: list[Logical], record: Callable[[Logical], TensorRecord], rank: int) -> Fingerprint:
     """The logical fingerprint; `record` gives the full tensor's record of each logical tensor."""
     parts = sorted(parts, key=lambda p: p.rank)
@@ -157,8 +161,13 @@ def merge(parts: list[RankPart], logical: list[Logical], record: Callable[[Logic
     fps = [p.fingerprint for p in parts]
     params = [_global_record(record(entry), entry) for entry in logical if entry.kind == "params"]
     state = [_global_record(record(entry), entry) for entry in logical if entry.kind == "state"]
+    forward, rank_zero_view = _agreed_forward([fp.forward for fp in fps], _data_parallel(fps, logical))
+    env = first.env
+    if rank_zero_view:  # said in the file: compare() will not set one rank's share against another world size
+        env = {**env, "settings": {**env.get("settings", {}), FORWARD_VIEW: RANK_ZERO_VIEW}}
     return replace(
         first,
+        env=env,
         device=",".join(sorted({d for fp in fps for d in fp.device.split(",")})),
         training=all(fp.training for fp in fps),
         params=params,
@@ -171,8 +180,17 @@ def merge(parts: list[RankPart], logical: list[Logical], record: Callable[[Logic
         tensors=None,
         batch=_agreed_batch([fp.batch for fp in fps]),
         modules=_merge_modules(fps),
-        forward=_agreed_forward([fp.forward for fp in fps]),
+        forward=forward,
     )
+
+
+def _data_parallel(fps: list[Fingerprint], logical: list[Logical]) -> bool:
+    """Every rank runs the whole model (no tensor, pipeline or FSDP sharding): every tensor whole on
+    every rank that holds it and the same module calls on every rank. The ranks then differ only in
+    their data, and rank 0's activations are the model's on its share of the batch."""
+    whole = all(block.piece.whole for entry in logical for _, block in entry.sources)
+    calls = [None if fp.forward is None else {(r.name, r.call, r.io) for r in fp.forward} for fp in fps]
+    return whole and calls[0] is not None and all(c == calls[0] for c in calls)
 
 
 def _global_record(full: TensorRecord, entry: Logical) -> TensorRecord:
@@ -263,20 +281,26 @@ def _merge_modules(fps: list[Fingerprint]) -> Any:
     return list(seen.values())
 
 
-def _agreed_forward(records: list[list[ActivationRecord] | None]) -> list[ActivationRecord] | None:
-    """Activation records every rank that recorded them agrees on, in the order they first ran."""
+def _agreed_forward(records: list[list[ActivationRecord] | None],
+                    rank_zero_view: bool = False) -> tuple[list[ActivationRecord] | None, bool]:
+    """Activation records every rank that recorded them agrees on, in the order they first ran.
+    `rank_zero_view` (pure data parallelism): where the ranks' data differ, rank 0's record, so the
+    forward stage compares every module; the second value says whether any record is rank 0's alone."""
     if any(r is None for r in records):
-        return None
+        return None, False
     found: dict[tuple[str, int, str], list[ActivationRecord]] = {}
     for rank_records in records:
         for item in rank_records or []:
             found.setdefault((item.name, item.call, item.io), []).append(item)
-    agreed = []
+    agreed, rank_zero = [], []
     for copies in found.values():
         signature = [(v.path, v.sha256) for v in copies[0].values]
         if all([(v.path, v.sha256) for v in c.values] == signature for c in copies[1:]):
             agreed.append(copies[0])
-    return agreed
+        elif rank_zero_view:
+            agreed.append(copies[0])
+            rank_zero.append(copies[0].name)
+    return agreed, bool(rank_zero)
 
 
 def _listed(names: list[str]) -> str:

@@ -101,6 +101,10 @@ class StepRecord:
     after_step_batch: str  # "same" (capture: same batch after the update) or "next" (probe: step-1 batch)
     update_norms: dict[str, float]  # common name -> ||param_after - param_before||
     step_kept: bool | None  # capture: whether the model keeps the step; probe: None (the user's own loop)
+    # `acclint capture --steps N`: the loss of each of the N steps (step 0 first; each on its own
+    # batch) and the lr of every optimizer group at each step, as the step used it. None: not recorded.
+    losses: list[float] | None = None
+    lrs: list[list[float]] | None = None
 
 
 @dataclass
@@ -370,6 +374,8 @@ class _Reader:
             after_step_batch=self.get(item, "after_step_batch", str),
             update_norms={k: self.number(v, k) for k, v in self.get(item, "update_norms", dict).items()},
             step_kept=item.get("step_kept"),
+            losses=None if item.get("losses") is None else [self.number(v, "losses") for v in item["losses"]],
+            lrs=None if item.get("lrs") is None else [[self.number(v, "lrs") for v in row] for row in item["lrs"]],
         )
 
 

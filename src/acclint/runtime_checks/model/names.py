@@ -45,6 +45,26 @@ IGNORED_LEAVES = frozenset({"num_batches_tracked"})
 
 BUILTIN_RENAMES = {"torch": {}, "mindspore": MINDSPORE_LEAF_RENAMES}
 
+# Attributes through which wrappers hold the user's module: torch.compile's OptimizedModule, FSDP
+# (1 and its activation-checkpoint wrapper). Never a user's own name, so dropped wherever they occur.
+WRAPPER_SEGMENTS = frozenset({"_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
+# A whole-model wrapper's attribute (DDP, DataParallel, Float16Module): dropped when it prefixes every name.
+WHOLE_MODEL_PREFIX = "module."
+
+
+def without_wrappers(name: str) -> str:
+    """`name` without the wrapper attributes in its path: a compiled, FSDP-wrapped or checkpointed
+    module's parameters are the plain module's."""
+    if not any(segment in name for segment in WRAPPER_SEGMENTS):
+        return name
+    return ".".join(part for part in name.split(".") if part not in WRAPPER_SEGMENTS)
+
+
+def whole_model_prefix(names: Iterable[str]) -> str | None:
+    """The wrapper prefix every name carries (a model recorded through its DDP wrapper), if any."""
+    names = list(names)
+    return WHOLE_MODEL_PREFIX if names and all(n.startswith(WHOLE_MODEL_PREFIX) for n in names) else None
+
 
 def builtin_common_name(framework: str, native_name: str, owner_classes: Iterable[str]) -> str:
     """The common name of a parameter given the class names in its owner's MRO (most specific first)."""
@@ -75,7 +95,7 @@ class NameMapping:
         """Apply the user's rules on top of the built-in name."""
         if native_name in self.names:
             return self.names[native_name]
-        name = builtin_name
+        name = without_wrappers(builtin_name)
         renames = self.cells.get(module)
         if renames and leaf(native_name) in renames:
             path, dot, _ = builtin_name.rpartition(".")
@@ -90,6 +110,7 @@ class NameMapping:
         also renames the module "layers.0" itself)."""
         if native_path in self.names:
             return self.names[native_path]
+        native_path = without_wrappers(native_path)
         dotted = native_path + "."
         for prefix in sorted(self.prefixes, key=len, reverse=True):
             if dotted.startswith(prefix):

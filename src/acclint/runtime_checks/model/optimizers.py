@@ -11,6 +11,7 @@ import math
 from typing import Any, Iterable, Mapping
 
 from acclint.runtime_checks.model.fingerprint import OptimizerGroup, OptimizerRecord
+from acclint.runtime_checks.model.schedules import schedule_record
 
 # torch class name -> normalised type (torch_npu's fused optimizers compute the same updates).
 TORCH_OPTIMIZER_TYPES = {
@@ -98,11 +99,12 @@ GROUP_KEY_NAMES: dict[str, str | tuple[str, ...]] = {
     "etas": ("rprop-eta-minus", "rprop-eta-plus"),
     "step_sizes": ("rprop-step-min", "rprop-step-max"),
     "bias_correction": "bias-correction",
+    "initial_lr": "peak-lr",  # written by every LR scheduler: the lr its schedule scales (see `schedules`)
 }
 
 # Keys that select an implementation, not the mathematics (or that schedulers add).
 IGNORED_GROUP_KEYS = frozenset({
-    "params", "foreach", "fused", "capturable", "differentiable", "initial_lr", "decoupled_weight_decay",
+    "params", "foreach", "fused", "capturable", "differentiable", "decoupled_weight_decay",
     "name", "param_names", "adam_w_mode", "set_grad_none",
 })
 
@@ -134,6 +136,19 @@ NEUTRAL_HPARAMS = {
     "momentum": 0.0,
     "centered": False,
 }
+
+# A key one side lacks that another key stands for: without a scheduler the peak lr is the lr.
+STANDS_FOR = {"peak-lr": "lr"}
+
+
+def hparam(hparams: Mapping[str, Any], key: str) -> Any:
+    """The value of `key` in a group, what stands for it, or its neutral value."""
+    if key in hparams:
+        return hparams[key]
+    if key in STANDS_FOR and STANDS_FOR[key] in hparams:
+        return hparams[STANDS_FOR[key]]
+    return NEUTRAL_HPARAMS.get(key)
+
 
 # float32 resolution is ~1.2e-7: MindSpore stores lr 0.01 as 0.0099999998, which must compare equal.
 HPARAM_RTOL = 1e-6
@@ -208,7 +223,7 @@ def values_equal(left: Any, right: Any, rtol: float = HPARAM_RTOL) -> bool:
 
 def hparams_equal(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
     keys = set(left) | set(right)
-    return all(values_equal(left.get(k, NEUTRAL_HPARAMS.get(k)), right.get(k, NEUTRAL_HPARAMS.get(k))) for k in keys)
+    return all(values_equal(hparam(left, k), hparam(right, k)) for k in keys)
 
 
 def group_params_by_hparams(per_param: Iterable[tuple[str, dict[str, Any]]]) -> list[OptimizerGroup]:
@@ -249,4 +264,5 @@ def torch_style_record(optimizer: Any, names: Mapping[int, str], table: Mapping[
         )
         for group in raw_groups
     ]
-    return OptimizerRecord(type=optimizer_type, native_type=f"{cls.__module__}.{cls.__qualname__}", groups=groups)
+    return OptimizerRecord(type=optimizer_type, native_type=f"{cls.__module__}.{cls.__qualname__}", groups=groups,
+                           extra=schedule_record(optimizer))

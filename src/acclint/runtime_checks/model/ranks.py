@@ -37,3 +37,11 @@ def rank_path(path: Path, rank: int, world_size: int) -> Path:
     if world_size <= 1:
         return path
     return path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
+def world_sizes(left: Any, right: Any) -> str:
+    """"1 process on the left, 2 ranks on the right", of two fingerprints."""
+    def said(size: int) -> str:
+        return "1 process" if size == 1 else f"{size} ranks"
+
+    return f"{said(left.world_size)} on the left, {said(right.world_size)} on the right"

@@ -17,6 +17,7 @@ STAGES = (
     ("loss", "step-0 loss"),
     ("grads", "gradients"),
     ("update", "after one update"),
+    ("steps", "later steps"),
     ("env", "environment"),
 )
 TITLES = dict(STAGES)
@@ -30,12 +31,14 @@ UPSTREAM = {
     "grads": ("data", "count", "names", "frozen", "weights", "mode", "settings", "forward", "loss"),
     "update": ("data", "count", "names", "frozen", "optimizer", "weights", "mode", "settings", "forward", "loss",
                "grads"),
+    "steps": ("data", "count", "names", "frozen", "optimizer", "weights", "mode", "settings", "forward", "loss",
+              "grads", "update"),
 }
 
 # A different seed (within one framework) draws other initial weights, another shuffling of the
 # data and other dropout masks: differences in these stages follow from it, and it is the root
 # cause although the environment stage comes last.
-SEED_FEEDS = ("data", "weights", "forward", "loss", "grads", "update")
+SEED_FEEDS = ("data", "weights", "forward", "loss", "grads", "update", "steps")
 
 # The fingerprint format version that first recorded a stage; an older file lacks it.
 ADDED_IN_FORMAT = {"data": 2, "settings": 2, "forward": 2}
