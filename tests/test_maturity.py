@@ -44,6 +44,14 @@ def test_measured_precision_overrules_the_declaration(declared, figures, expecte
     assert maturity(rule, table) == expected
 
 
+def test_debatable_verdicts_decide_neither_way():
+    rule = type("R", (type(BENCHMARK),), {"maturity": "preview"})()
+    # 9 right, 1 wrong and 10 debatable: 90% of the decided verdicts, so stable.
+    assert maturity(rule, {rule.code: Precision(judged=20, right=9, wrong=1, debatable=10)}) == "stable"
+    # Debatable verdicts alone are not enough judged findings to overrule the declaration.
+    assert maturity(rule, {rule.code: Precision(judged=10, right=2, wrong=0, debatable=8)}) == "preview"
+
+
 def test_info_rules_keep_their_declaration_whatever_was_measured():
     info_rule = RULES["ACL102"]
     assert info_rule.severity == "info"
