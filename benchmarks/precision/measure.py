@@ -19,7 +19,7 @@ extract_tree.py, then:
     PYTHONPATH=src python benchmarks/precision/measure.py --root /work/corpus --split heldout
     PYTHONPATH=src python benchmarks/precision/measure.py --root /work/corpus --unjudged todo.csv
     PYTHONPATH=src python benchmarks/precision/measure.py --root /work/corpus --sample todo.csv
-    PYTHONPATH=src python benchmarks/precision/measure.py --root /work/corpus --split tuning --write-table
+    PYTHONPATH=src python benchmarks/precision/measure.py --root /work/corpus --write-table
 
 Every rule runs (preview included), with default settings, each repository scanned whole as
 `acclint scan ROOT/NAME` scans it (a zoo entry: `acclint scan PATH...` from ROOT/TREE). Findings are
@@ -28,10 +28,11 @@ debatable / precision / strict, the same for proven and for unproven findings, t
 figure (proven findings of stable rules: what a default scan shows as warnings) beside the
 preview-only one, warnings not judged yet, and verdicts whose warning is gone (a `right` one gone
 is a lost finding; a `wrong` one gone is a fix).
-`--write-table` (with `--split tuning`) records the per-rule figures of the tuning split in
+`--write-table` (with `--split tuning` or `all`) records the per-rule figures of the tuning split in
 src/acclint/knowledge/rule_precision.toml, which `acclint rules` shows and which decides a warning
 rule's maturity. Held-out verdicts never feed the table: the held-out split measures the maturity the
-tuning split decided, as it measures the rules the tuning split shaped.
+tuning split decided, as it measures the rules the tuning split shaped (with `--split all` its tables
+are printed again with the new table's maturity).
 """
 
 from __future__ import annotations
@@ -240,7 +241,7 @@ def current_maturities() -> dict:
     from acclint.linter import maturity
     from acclint.rules import all_rules
 
-    maturity.precision_table.cache_clear()
+    maturity.reload()
     return {rule.code: maturity.maturity(rule) for rule in all_rules()}
 
 
@@ -333,8 +334,9 @@ def main(argv=None) -> int:
     parser.add_argument("--show", choices=VERDICTS, action="append", default=[],
                         help="list the warnings still reported that were judged so, with reasons (tuning split only)")
     args = parser.parse_args(argv)
-    if args.write_table and (args.split != "tuning" or args.repo):
-        parser.error("--write-table measures the tuning split whole: use it with --split tuning and no --repo")
+    if args.write_table and (args.split == "heldout" or args.repo):
+        parser.error("--write-table measures the tuning split whole: use it with --split tuning (or all) "
+                     "and no --repo")
     if args.sample_size < args.sample_threshold:
         parser.error("--sample-size must be at least --sample-threshold: a smaller stratum is judged whole")
 
@@ -378,12 +380,17 @@ def main(argv=None) -> int:
             print_table(f"{split} ({sum(r.split == split for r in repos)} repositories)", by_split[split], maturities)
     print_table(f"all ({len(repos)} repositories)", overall, maturities)
     if args.write_table:
-        write_table(overall, len(repos))
+        # The tuning split alone decides; the held-out split (when measured in the same run) is then
+        # printed again with the maturity that table decides, which is what it measures.
+        write_table(by_split["tuning"], sum(r.split == "tuning" for r in repos))
         after = current_maturities()
         changed = sorted(code for code in after if after[code] != maturities.get(code))
         print("\nmaturity changed by the new table: " + (", ".join(f"{c} {maturities.get(c)} -> {after[c]}"
                                                                  for c in changed) or "none"))
-        print_table(f"all ({len(repos)} repositories), with the new table's maturity", overall, after)
+        for split in ("tuning", "heldout"):
+            if by_split[split].counts:
+                print_table(f"{split} ({sum(r.split == split for r in repos)} repositories), with the new "
+                            f"table's maturity", by_split[split], after)
     for name, (path, line, rule), verdict, proven, reason in sorted(shown, key=lambda item: (item[1][2], item[0])):
         print(f"{rule} {verdict:10} {proven:8} {name}/{path}:{line}: {reason}")
     if gone:

@@ -126,7 +126,8 @@ def test_the_table_keeps_its_keys_and_adds_proof_subtables(tmp_path, monkeypatch
 
 def test_the_table_is_written_from_the_tuning_split_only(capsys):
     # Held-out verdicts measure the maturity the table decides; they must never feed the table.
-    for argv in (["--root", ".", "--write-table"], ["--root", ".", "--split", "heldout", "--write-table"]):
+    for argv in (["--root", ".", "--split", "heldout", "--write-table"],
+                 ["--root", ".", "--repo", "verl", "--write-table"]):
         with pytest.raises(SystemExit) as exit_info:
             measure.main(argv)
         assert exit_info.value.code == 2

@@ -88,6 +88,13 @@ def _rows() -> dict:
     return {code: row for code, row in tomllib.loads(text).items() if isinstance(row, dict)}
 
 
+def reload() -> None:
+    """Forget the table read so far: the next question reads knowledge/rule_precision.toml again (the
+    precision benchmark rewrites it, then measures with the maturity it decides)."""
+    for cached in (_rows, precision_table, proven_table):
+        cached.cache_clear()
+
+
 def measured(code: str) -> Optional[Precision]:
     return precision_table().get(code)
 
