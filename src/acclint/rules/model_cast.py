@@ -24,6 +24,7 @@ class ModelCast:
     dtype: str  # "bfloat16" | "float16"
     written: str  # `.to(torch.bfloat16)`
     where: str  # path:line
+    models: frozenset = frozenset()  # the names the cast model is reached by (`model`, `self.net`)
 
     @property
     def evidence(self) -> str:
@@ -58,21 +59,31 @@ def _model_like(call: Call) -> bool:
 def model_casts(facts: FileFacts) -> Iterator[ModelCast]:
     """The file's casts of a model to bfloat16/float16."""
     for call in calls_with_method(facts, ("half", "bfloat16", "to", "from_pretrained")):
+        models = _cast_names(call)
         if call.method == "from_pretrained":
             arg = call.arg("torch_dtype") or call.arg("dtype")
             dtype = _low_dtype(arg.value) if arg is not None else None
             if dtype:
-                yield ModelCast(dtype, f"from_pretrained(torch_dtype={arg.value.dotted})", where(facts, call.node))
+                yield ModelCast(dtype, f"from_pretrained(torch_dtype={arg.value.dotted})", where(facts, call.node),
+                                models)
             continue
         if call.names or not _model_like(call):
             continue
         if call.method in ("half", "bfloat16"):
-            yield ModelCast(mp_table()["low_cast_methods"][call.method], f".{call.method}()", where(facts, call.node))
+            yield ModelCast(mp_table()["low_cast_methods"][call.method], f".{call.method}()", where(facts, call.node),
+                            models)
             continue
         for arg in call.args:
             dtype = _low_dtype(arg.value) if arg.keyword in (None, "dtype") else None
             if dtype:
-                yield ModelCast(dtype, f".to({arg.value.dotted})", where(facts, call.node))
+                yield ModelCast(dtype, f".{call.method}({arg.value.dotted})", where(facts, call.node), models)
+
+
+def _cast_names(call: Call) -> frozenset:
+    """`model` for `model = Net().half()` and for `model.half()`."""
+    target = receiver(call)
+    written = target.dotted if target is not None and not target.base_call else None
+    return frozenset(name for name in (call.assigned_to, written) if name)
 
 
 def program_cast(files) -> Optional[ModelCast]:
