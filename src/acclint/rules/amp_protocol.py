@@ -60,7 +60,7 @@ class GradScalerHalfway(Rule):
     doc = RuleDoc(
         what="Reports, for a `GradScaler` of this file, a plain `optimizer.step()` in the function that calls "
         "`scaler.scale(loss).backward()` when the scaler never steps (`scaler.step(optimizer)` appears nowhere in "
-        "the file); a plain `optimizer.step()` in the same pass of the function as `scaler.step(optimizer)` (the "
+        "the file), also after `scaler.unscale_(optimizer)`, which unscales but does not skip overflowed steps; a plain `optimizer.step()` in the same pass of the function as `scaler.step(optimizer)` (the "
         "optimizer stepped twice per iteration, in either order, when the plain step is under no `if` of its own "
         "or under the same test as the scaler's); and `scaler.step(optimizer)` when `scaler.update()` appears nowhere in the file. A scaler built "
         "with `enabled=False` is left alone.",
@@ -123,6 +123,22 @@ class GradScalerHalfway(Rule):
                 scaler.update()
                 optimizer.step()  # expect: ACL613
         """, "the optimizer stepped twice per iteration: by the scaler, then by itself"),
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1).cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in [torch.randn(4, 8).cuda()]:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x).pow(2).mean()
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()  # expect: ACL613
+                scaler.update()
+                optimizer.zero_grad()
+        """, "unscaled by hand, then stepped without the scaler's inf/NaN check"),
     )
     valid = (
         Example.script("""
@@ -174,10 +190,9 @@ class GradScalerHalfway(Rule):
             scales = _calls_on(facts, name, "scale")
             steps = _calls_on(facts, name, "step")
             if scales and not steps:
+                unscales = _calls_on(facts, name, "unscale_")
                 for call in self._plain_steps(facts, scales):
-                    ctx.report(self, call.node, f"`{name}.scale(loss)` scaled the gradients (by 65536 at the start) "
-                               f"but `{call.callee}()` applies them unscaled and unchecked for inf/NaN: "
-                               f"`{name}.step(...)` unscales, checks and skips overflowed steps.",
+                    ctx.report(self, call.node, _unchecked_step_message(name, call, _unscaled_before(unscales, call)),
                                fix=f"{name}.step({_text(receiver(call))}); {name}.update()")
             for plain, scaled in self._double_steps(facts, steps):
                 ctx.report(self, plain.node, _double_step_message(facts, name, plain, scaled),
@@ -211,6 +226,23 @@ class GradScalerHalfway(Rule):
                         or not _runs_with(plain, scaled):
                     continue
                 yield plain, scaled
+
+
+def _unscaled_before(unscales: list, call: Call) -> bool:
+    """`scaler.unscale_(optimizer)` runs before `call` in its function."""
+    return any(u.scope == call.scope and u.order < call.order for u in unscales)
+
+
+def _unchecked_step_message(scaler: str, call: Call, unscaled: bool) -> str:
+    if unscaled:
+        return (f"`{scaler}.unscale_(...)` divided the gradients back, but `{call.callee}()` steps without "
+                f"`{scaler}.step(...)`, which is what checks them for inf/NaN: on an iteration whose scaled "
+                "gradients overflowed (the scale starts at 65536 and doubles every 2000 clean steps until one "
+                "does) the scaler would skip the step; this one applies the inf/NaN gradients and the weights "
+                "become NaN.")
+    return (f"`{scaler}.scale(loss)` scaled the gradients (by 65536 at the start) but `{call.callee}()` applies "
+            f"them unscaled and unchecked for inf/NaN: `{scaler}.step(...)` unscales, checks and skips overflowed "
+            "steps.")
 
 
 def _runs_with(plain: Call, scaled: Call) -> bool:
