@@ -15,7 +15,7 @@ from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule
 from acclint.rules.flow import assigned_before, calls_named, calls_with_method, receiver, short, value_of
 from acclint.rules.mixed_precision import mp_names, mp_table
-from acclint.rules.model_cast import (ModelCast, is_fp32_cast, mantissa_bits, module_class_of, program_cast,
+from acclint.rules.model_cast import (ModelCast, cast_to_fp32_later, mantissa_bits, module_class_of, program_cast,
                                       where)
 from acclint.rules.program_facts import ProgramFacts
 
@@ -426,23 +426,11 @@ def _half_shadows(facts: FileFacts, files) -> dict:
         value = assignment.value
         if not (value.base_call and value.base_names & _COPIES):
             continue
-        if any(m in fp32 for m in value.chain) or _to_fp32(value) or _cast_later(files, assignment.target):
+        if any(m in fp32 for m in value.chain) or _to_fp32(value) or cast_to_fp32_later(files, assignment.target):
             continue
         found.setdefault(_home(facts, assignment.scope),
                          f"{assignment.target} = {short(value)}` at `{where(facts, assignment.node)}")
     return found
-
-
-def _cast_later(files, target: str) -> bool:
-    """A float32 cast of `target`, or of the same attribute reached through another name (`self.shadow` is
-    `ema.shadow` outside its class)."""
-    attribute = "." + target.rsplit(".", 1)[-1] if target.startswith("self.") else None
-    for facts in files:
-        for call in calls_with_method(facts, ("float", "double", "to")):
-            name = (receiver(call).dotted or "") if receiver(call) is not None else ""
-            if (name == target or (attribute and name.endswith(attribute))) and is_fp32_cast(call):
-                return True
-    return False
 
 
 def _to_fp32(value: Value) -> bool:

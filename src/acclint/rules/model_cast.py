@@ -1,5 +1,5 @@
 """What a program casts its model to, shared by the rules about values that drift with the model's dtype
-(rules/dtype_drift.py, rules/master_weights.py): `model.half()`, `.to(torch.bfloat16)`,
+(rules/dtype_drift.py, rules/master_weights.py, rules/cast_buffers.py): `model.half()`, `.to(torch.bfloat16)`,
 `from_pretrained(torch_dtype=...)`, the mantissa width of the dtype it casts to, and the model class a method
 belongs to."""
 
@@ -25,6 +25,7 @@ class ModelCast:
     written: str  # `.to(torch.bfloat16)`
     where: str  # path:line
     models: frozenset = frozenset()  # the names the cast model is reached by (`model`, `self.net`)
+    method: str = "to"  # "half" | "bfloat16" | "to" | "from_pretrained"
 
     @property
     def evidence(self) -> str:
@@ -65,18 +66,19 @@ def model_casts(facts: FileFacts) -> Iterator[ModelCast]:
             dtype = _low_dtype(arg.value) if arg is not None else None
             if dtype:
                 yield ModelCast(dtype, f"from_pretrained(torch_dtype={arg.value.dotted})", where(facts, call.node),
-                                models)
+                                models, call.method)
             continue
         if call.names or not _model_like(call):
             continue
         if call.method in ("half", "bfloat16"):
             yield ModelCast(mp_table()["low_cast_methods"][call.method], f".{call.method}()", where(facts, call.node),
-                            models)
+                            models, call.method)
             continue
         for arg in call.args:
             dtype = _low_dtype(arg.value) if arg.keyword in (None, "dtype") else None
             if dtype:
-                yield ModelCast(dtype, f".{call.method}({arg.value.dotted})", where(facts, call.node), models)
+                yield ModelCast(dtype, f".{call.method}({arg.value.dotted})", where(facts, call.node), models,
+                                call.method)
 
 
 def _cast_names(call: Call) -> frozenset:
@@ -107,3 +109,20 @@ def module_class_of(ctx: ProgramContext, file: FileFacts, scope: str) -> Optiona
 def is_fp32_cast(call: Call) -> bool:
     return call.method in mp_table()["fp32_cast_methods"] or any(
         a.value.names & frozenset(mp_table()["fp32_dtypes"]) for a in call.args)
+
+
+def cast_to_fp32_later(files, target: str) -> bool:
+    """A float32 cast of `target` (or of a view of it: `self.shadow[0].float()`) somewhere in the
+    program, also of the same attribute reached through another name (`self.shadow` is `ema.shadow` outside its
+    class)."""
+    attribute = "." + target.rsplit(".", 1)[-1] if target.startswith("self.") else None
+    keeping = frozenset(mp_table()["dtype_keeping"])
+    for facts in files:
+        for call in calls_with_method(facts, ("float", "double", "to")):
+            value = receiver(call)
+            if value is None or not is_fp32_cast(call):
+                continue
+            name = value.dotted or (value.base if all(m in keeping for m in value.chain) else None) or ""
+            if name == target or (attribute and name.endswith(attribute)):
+                return True
+    return False
