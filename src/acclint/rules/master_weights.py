@@ -37,9 +37,9 @@ class MasterWeightsInHalfPrecision(ProgramRule):
         "through `filter(...)`) in a training program that casts its model to bfloat16 or float16 "
         "(`model.half()`, `.to(torch.bfloat16)`, `from_pretrained(torch_dtype=...)`), when nothing in the program "
         "keeps float32 master weights: no `apex.amp.initialize`, `deepspeed.initialize`, Megatron/MindSpeed "
-        "optimizer builder or `pretrain`, and no optimizer keyword that keeps masters (`FusedAdam(master_weights="
-        "True)`, torchao's `bf16_stochastic_round=True`). Autocast leaves the weights in float32 and is not "
-        "reported.",
+        "optimizer builder or `pretrain`, no PEFT adapters (created in float32), and no optimizer keyword that "
+        "keeps masters (`FusedAdam(master_weights=True)`, torchao's `bf16_stochastic_round=True`). Autocast "
+        "leaves the weights in float32 and is not reported.",
         why="An update lr * u is added to a weight p in p's dtype. bfloat16 keeps 7 mantissa bits, so the spacing "
         "of values near p is 2**-7 to 2**-8 of |p| and any update below half of it, 2**-9 ≈ 0.2% of |p|, rounds "
         "back to p: an Adam step (|u| ≈ 1) of lr = 1e-4 leaves every weight above 2**9 * 1e-4 = 0.051 unchanged. "
@@ -150,6 +150,21 @@ class MasterWeightsInHalfPrecision(ProgramRule):
                 loss.backward()
                 optimizer.step()
         """, "an optimizer that keeps float32 masters itself"),
+        Example.script("""
+            import torch
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoConfig, AutoModelForCausalLM
+
+
+            if __name__ == "__main__":
+                config = AutoConfig.for_model("gpt2", n_layer=2, n_embd=64, n_head=2)
+                model = AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+                model = get_peft_model(model, LoraConfig(r=8, target_modules=["c_attn"]))
+                optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4)
+                loss = model(input_ids=torch.randint(0, 100, (2, 16)), labels=torch.randint(0, 100, (2, 16))).loss
+                loss.backward()
+                optimizer.step()
+        """, "LoRA adapters created in float32 over a frozen bfloat16 model"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
