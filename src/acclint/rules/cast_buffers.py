@@ -52,7 +52,8 @@ class PositionBuffersCastWithModel(ProgramRule):
         "after `model.to(...)`; or compute in bf16 under autocast and keep the model in float32.",
         references=("docs/knowledge/mixed-precision.md#dtypes-that-drift-with-the-model",
                     "huggingface/transformers#29285 (rotary inv_freq and positions kept in float32)",
-                    "NVIDIA-NeMo/Automodel#2549 (inv_freq rounded by the model cast; a later .float() cannot recover it)",
+                    "NVIDIA-NeMo/Automodel#2549 (inv_freq rounded by the model cast; a later .float() cannot "
+                    "recover it)",
                     "NVIDIA/Megatron-LM#744 (RotaryEmbedding's inv_freq follows model.to(torch.bfloat16))",
                     "PyTorch nn.Module.to: floating-point parameters and buffers are cast, "
                     "docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to"),
@@ -184,7 +185,8 @@ class PositionBuffersCastWithModel(ProgramRule):
                 if owner is None or _assigned_again(files, name, call.scope):
                     continue
                 ctx.report(self, file, call.node, _message(name, cast),
-                           fix=f"keep `{name}` a float32 attribute (not a buffer), or recompute it in float32 where it is used",
+                           fix=f"keep `{name}` a float32 attribute (not a buffer), or recompute it in float32 where "
+                               "it is used",
                            premises=(Premise("value", True, f"{cast.evidence}, which casts the floating buffers of "
                                              f"its modules; `{name}` at {where(file, call.node)} is a float tensor "
                                              f"built from torch.arange in `{owner}`, and nothing assigns "
