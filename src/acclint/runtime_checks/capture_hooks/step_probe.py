@@ -30,3 +30,8 @@ class StepProbe(Probe):
     def set_extra(self, key: str, value: Any) -> None:
         if self._fingerprint.optimizer is not None:
             self._fingerprint.optimizer.extra[key] = value
+
+    def add_steps(self, losses: list[float], lrs: list[list[float]]) -> None:
+        """`--steps N`: the loss and every group's lr of each step this process ran."""
+        if self._step is not None:
+            self._step.losses, self._step.lrs = list(losses), [list(row) for row in lrs]

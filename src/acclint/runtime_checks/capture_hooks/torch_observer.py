@@ -260,9 +260,9 @@ class TorchStepObserver:
 
     def _finish(self) -> None:
         self.done = True
+        if self.steps > 2:  # before the ranks' parts are merged, so every rank's losses are kept
+            self.probe.add_steps(self.step_losses, self.step_lrs)
         self._ready = self.probe.fingerprint()
-        if self.steps > 2 and self._ready.step is not None:
-            self._ready.step.losses, self._ready.step.lrs = self.step_losses, self.step_lrs
         self.uninstall()
 
     def _release_forward(self) -> None:
