@@ -27,7 +27,7 @@ class Session:
         self.status = Status(pid=os.getpid(), framework=framework)
         self.written = False
         self.fingerprint: Any = None
-        self.pending: Any = None  # MindSpore --steps N: step 0 captured, the later steps being recorded
+        self.pending: Any = None  # what records the later steps (--steps N); `end()` when the program ends first
 
     def finish(self, fingerprint: Any) -> None:
         from acclint.integrations.parity import expect
@@ -129,7 +129,7 @@ def _start_torch(torch: Any, session: Session) -> None:
         made(self, *args, **kwargs)
 
     torch.optim.Optimizer.__init__ = counted
-    TorchStepObserver(session.finish, session.fail, steps=session.settings.steps).install()
+    session.pending = TorchStepObserver(session.finish, session.fail, steps=session.settings.steps).install()
 
 
 def at_exit() -> None:

@@ -31,7 +31,8 @@ class StepProbe(Probe):
         if self._fingerprint.optimizer is not None:
             self._fingerprint.optimizer.extra[key] = value
 
-    def add_steps(self, losses: list[float], lrs: list[list[float]]) -> None:
-        """`--steps N`: the loss and every group's lr of each step this process ran."""
+    def add_steps(self, losses: list[float], lrs: list[list[float]], unrecorded: str | None = None) -> None:
+        """`--steps N`: the loss and every group's lr of each step this process ran (and why not N)."""
         if self._step is not None:
-            self._step.losses, self._step.lrs = list(losses), [list(row) for row in lrs]
+            self._step.losses, self._step.lrs = list(losses), [list(row) for row in lrs[: len(losses)]]
+            self._step.steps_unrecorded = unrecorded
