@@ -34,6 +34,7 @@ def runs(project, tmp_path_factory):  # noqa: F811
 
     return {
         "one": run("one", "--batch_size=8", "--gradient_accumulation_steps=1"),
+        "one_accumulating": run("one_accumulating", "--batch_size=2", "--gradient_accumulation_steps=4"),
         # 4 micro-batch steps over 2 ranks: 2 micro-batches of 2 on each rank
         "ranks": run("ranks", "--batch_size=2", "--gradient_accumulation_steps=4", launcher=ranks()),
         "ranks_lr": run("ranks_lr", "--batch_size=2", "--gradient_accumulation_steps=4", "--learning_rate=0.002",
@@ -52,6 +53,14 @@ def test_the_same_samples_over_ranks_and_micro_batches_compare_at_parity(runs):
     later = stage(result, "steps")
     assert later.compared_fully and "loss and lr of 4 steps" in later.summary
     assert "each rank's losses not compared (1 process on the left, 2 ranks on the right)" in later.summary
+
+
+def test_four_micro_batches_against_two_ranks_of_two(runs):
+    result = compare(runs["one_accumulating"], runs["ranks"])
+    assert result.ok, result.verdict()
+    assert ("4 micro-batches of 2 on the left, 2 ranks x 2 micro-batches of 2 on the right"
+            in stage(result, "data").summary)
+    assert stage(result, "steps").compared_fully
 
 
 def test_a_different_lr_over_the_same_split_is_named(runs):
