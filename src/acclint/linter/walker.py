@@ -440,6 +440,9 @@ class FileWalker:
         stack: list = [self.module]
         handlers = _HANDLERS
         push, extend, pop = stack.append, stack.extend, stack.pop
+        # The loop runs once per node of the module: the per-kind tables are read inline, with a
+        # function call only the first time a kind is met.
+        known_fields, known_nodes = _FIELDS, _NODE_KINDS
         while stack:
             item = pop()
             kind = type(item)
@@ -449,12 +452,13 @@ class FileWalker:
             handler = handlers.get(kind)
             if handler is not None and handler(self, item, state, stack) is None:
                 continue  # the handler queued the children itself
-            for name in _code_fields(kind):
+            fields = known_fields.get(kind)
+            for name in fields if fields is not None else _code_fields(kind):
                 child = getattr(item, name)
                 child_kind = type(child)
                 if child_kind is tuple or child_kind is list:
                     extend(reversed(child))
-                elif _is_node(child_kind):
+                elif known_nodes.get(child_kind) or (child_kind not in known_nodes and _is_node(child_kind)):
                     push(child)
             # Children sit above the next sibling on the stack, so order stays source order.
         self._finish()
