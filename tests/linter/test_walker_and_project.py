@@ -10,6 +10,7 @@ from acclint.linter.discovery import discover
 from acclint.linter.engine import scan
 from acclint.linter.project import Project
 from acclint.linter.suppress import is_suppressed, suppressions
+from acclint.linter.walker import callee_text
 from acclint.rules import all_rules
 
 
@@ -62,6 +63,33 @@ def test_positions_are_one_based_and_exact(tmp_path):
     call = facts.calls[0]
     span = facts.spans[call.node]
     assert (span.line, span.column, span.end_line, span.end_column) == (4, 9, 5, 11)
+
+
+def test_call_ranges_agree_with_libcst_positions_on_awkward_text(tmp_path):
+    """Ranges come from token counts mapped onto the text: Windows newlines, characters outside
+    ASCII, a continuation line and no final newline must not shift them from libcst's own."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    source = ("s = 'é€😀'; t = h('ü', k=f(2))\r\nfor a in b:\r\n    c = d(a, \\\r\n      e(1))\r\n"
+              "x = g(  # é\r\n    y)")
+    path = tmp_path / "train.py"
+    path.write_bytes(source.encode("utf-8"))
+    facts = analyze_file(str(path), "train.py", []).facts
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    expected = {}
+
+    class Calls(cst.CSTVisitor):
+        METADATA_DEPENDENCIES = (PositionProvider,)
+
+        def visit_Call(self, node):
+            where = self.get_metadata(PositionProvider, node)
+            expected[callee_text(node.func)] = (where.start.line, where.start.column + 1,
+                                                where.end.line, where.end.column + 1)
+
+    wrapper.visit(Calls())
+    found = {c.callee: tuple(vars(facts.spans[c.node]).values()) for c in facts.calls}
+    assert found == expected and len(found) == 5
 
 
 def test_env_writes_from_subscripts_setdefault_and_update(tmp_path):

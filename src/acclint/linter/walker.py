@@ -342,11 +342,6 @@ def _changed(state: _State, **changes) -> _State:
     return new
 
 
-class _Restore:
-    __slots__ = ("state",)
-
-    def __init__(self, state: _State):
-        self.state = state
 
 
 class FileWalker:
@@ -382,7 +377,7 @@ class FileWalker:
         if value.dotted:
             value.base = value.dotted
             self.value_nodes.append(value)
-        elif isinstance(node, _CONDITIONS) and not (
+        elif type(node) in _CONDITIONS and not (
                 type(node) is cst.UnaryOperation and type(node.operator) is not cst.Not):
             value.mentions = mentions(node)
             if type(node) is cst.IfExp:
@@ -441,21 +436,25 @@ class FileWalker:
         stack: list = [self.module]
         handlers = _HANDLERS
         push, extend, pop = stack.append, stack.extend, stack.pop
+        # The loop runs once per node of the module: the per-kind tables are read inline, with a
+        # function call only the first time a kind is met.
+        known_fields, known_nodes = _FIELDS, _NODE_KINDS
         while stack:
             item = pop()
             kind = type(item)
-            if kind is _Restore:
-                state = item.state
+            if kind is _State:  # queued below a node's children: the state to walk on with once they are done
+                state = item
                 continue
             handler = handlers.get(kind)
             if handler is not None and handler(self, item, state, stack) is None:
                 continue  # the handler queued the children itself
-            for name in _code_fields(kind):
+            fields = known_fields.get(kind)
+            for name in fields if fields is not None else _code_fields(kind):
                 child = getattr(item, name)
                 child_kind = type(child)
                 if child_kind is tuple or child_kind is list:
                     extend(reversed(child))
-                elif _is_node(child_kind):
+                elif known_nodes.get(child_kind) or (child_kind not in known_nodes and _is_node(child_kind)):
                     push(child)
             # Children sit above the next sibling on the stack, so order stays source order.
         self._finish()
@@ -463,7 +462,7 @@ class FileWalker:
 
     def _children_in(self, node: cst.CSTNode, fields: tuple, state: _State, new: _State, stack: list) -> None:
         """Queue `fields` of node to be walked under `new`, then restore `state`."""
-        stack.append(_Restore(state))
+        stack.append(state)
         for name in reversed(fields):
             child = getattr(node, name)
             child_kind = type(child)
@@ -471,7 +470,7 @@ class FileWalker:
                 stack.extend(reversed(child))
             elif _is_node(child_kind):
                 stack.append(child)
-        stack.append(_Restore(new))
+        stack.append(new)
 
     # -- handlers: return the state to walk children with, or None when they queued them ----
     def _assigned_call(self, item: "_AssignedCall", state: _State, stack: list):
@@ -660,14 +659,14 @@ class FileWalker:
         self.facts.bindings.setdefault(name, set()).add(target)
 
     def _assign(self, node, state: _State, stack: list):
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
         value = node.value
         if value is None:
             return state
         value_dotted = dotted_name(value)
         names = [t.value for t in targets if type(t) is cst.Name]
         for target in targets:
-            if isinstance(target, (cst.Tuple, cst.List)):  # `a, b = ...`: both rebound, value unknown
+            if type(target) is cst.Tuple or type(target) is cst.List:  # `a, b = ...`: both rebound, value unknown
                 names.extend(e.value.value for e in target.elements if type(e.value) is cst.Name)
         if names:
             # Queued below the right side's nodes, so it is recorded (and ordered) after them.
@@ -685,14 +684,14 @@ class FileWalker:
         if type(value) is cst.Dict and names and state.scope == F.MODULE_SCOPE:
             self._class_table(node, names[0], value)
         for target in targets:
-            if isinstance(target, cst.Name):
+            if type(target) is cst.Name:
                 if value_dotted is not None:
                     self.aliases.append((target.value, value_dotted))
-                elif isinstance(value, _CONSTANT_NODES):
+                elif type(value) in _CONSTANT_NODES:
                     self._constant(node, target.value, value, state)
                 if state.owner is not None and state.scope == state.owner:
                     self._field(state.owner, target.value, value)
-            elif isinstance(target, cst.Attribute):
+            elif type(target) is cst.Attribute:
                 self.facts.assignments.append(
                     F.Assignment(
                         node=self._node(node),
@@ -704,16 +703,16 @@ class FileWalker:
                         flag_guards=state.flag_guards,
                     )
                 )
-            elif isinstance(target, cst.Subscript) and len(target.slice) == 1:
+            elif type(target) is cst.Subscript and len(target.slice) == 1:
                 self._subscript_write(node, target, value, state)
-        stack.append(_Restore(state))
-        if isinstance(value, cst.Call) and len(targets) == 1 and isinstance(targets[0], cst.Name):
+        stack.append(state)
+        if type(value) is cst.Call and len(targets) == 1 and type(targets[0]) is cst.Name:
             # Walk the call knowing the name it is assigned to (`model = Net()`).
             stack.append(_AssignedCall(targets[0].value, value))
         else:
             stack.append(value)
-        stack.append(_Restore(value_state))
-        self._children_in(node, ("targets",) if isinstance(node, cst.Assign) else ("target",), state, state, stack)
+        stack.append(value_state)
+        self._children_in(node, ("targets",) if type(node) is cst.Assign else ("target",), state, state, stack)
         return None
 
     def _class_table(self, node, name: str, value: cst.Dict) -> None:
