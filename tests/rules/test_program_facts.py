@@ -84,7 +84,17 @@ def test_a_star_import_from_an_unreadable_module_is_guessed_and_a_local_one_is_r
         "train.py": "import torch\nfrom lab.utils import *\ninit_seeds(1)\n" + TRAIN_TAIL,
         "lab/utils.py": "import numpy as np\n\ndef init_seeds(seed):\n    np.random.seed(seed)\n",
     })
-    assert "torch-cpu" not in facts.seeded
+    assert set(facts.seeded) == {"numpy"}
+
+
+def test_a_star_import_of_a_local_package_follows_its_re_exports(tmp_path):
+    facts, _ = facts_for(tmp_path, {
+        "train.py": "import torch\nfrom lab.utils import *\nrandom_seed(1)\n" + TRAIN_TAIL,
+        "lab/__init__.py": "",
+        "lab/utils/__init__.py": "from .random import random_seed\n",
+        "lab/utils/random.py": "import torch\n\ndef random_seed(seed):\n    torch.manual_seed(seed)\n",
+    })
+    assert "torch-cpu" in facts.seeded
 
 
 def test_a_local_helper_is_read_not_guessed(tmp_path):
