@@ -217,7 +217,7 @@ def _training_frameworks(program: Program) -> frozenset:
 
 def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
     seeders = library_seeders()
-    for name in (*call.names, *_local_class_seeders(ctx, step, call, seeders)):
+    for name in (*call.names, *_local_class_seeders(ctx, step, call, seeders), *_method_seeders(step, call, seeders)):
         entry = seeders.get(name)
         if entry is not None:
             if _saves_state_first(step.file, call):
@@ -246,6 +246,19 @@ def _local_class_seeders(ctx: ProgramContext, step: Step, call: Call, seeders: d
     if not call.method[:1].isupper():
         return ()  # constructing a class, by convention
     return tuple(sorted(ctx.project.constructed_class_names(step.file, call) & seeders.keys()))
+
+
+def _method_seeders(step: Step, call: Call, seeders: dict) -> tuple:
+    """`model.fit(...)` on an object built in the same function (`model = SentenceTransformer(...)`): the
+    seeding methods of the class it was built from (`sentence_transformers.SentenceTransformer.fit`)."""
+    receiver, dot, method = call.callee.rpartition(".")
+    if not dot or "." in receiver or not receiver.isidentifier() or not any(n.endswith(dot + method) for n in seeders):
+        return ()
+    built = max((c for c in step.file.calls_in(call.scope) if c.assigned_to == receiver and c.order < call.order),
+                key=lambda c: c.order, default=None)
+    if built is None:
+        return ()
+    return tuple(sorted(name for name in (f"{cls}.{method}" for cls in built.names) if name in seeders))
 
 
 def _saves_state_first(file, call: Call) -> bool:
