@@ -16,6 +16,7 @@ from acclint.linter.facts import Call, ClassDef, FileFacts, FunctionDef
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule
+from acclint.rules.loader_passes import evaluation_pass
 from acclint.rules.memo import per_program
 from acclint.rules.program_facts import ProgramFacts, global_draw
 from acclint.rules.reach import class_of_call, first_call, mentions_any, method_of, reached_scopes
@@ -397,6 +398,35 @@ class DistributedSamplerWithoutSetEpoch(ProgramRule):
                         model(batch).sum().backward()
                         optimizer.step()
         """),
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader, TensorDataset
+            from torch.utils.data.distributed import DistributedSampler
+
+
+            def evaluate(model, dataset):
+                sampler = DistributedSampler(dataset)
+                loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+                with torch.no_grad():
+                    return sum(model(batch).sum().item() for (batch,) in loader)
+
+
+            def train(model, dataset, epochs):
+                sampler = DistributedSampler(dataset)  # expect: ACL213
+                loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for epoch in range(epochs):
+                    for (batch,) in loader:
+                        model(batch).sum().backward()
+                        optimizer.step()
+                    print(evaluate(model, dataset))
+
+
+            if __name__ == "__main__":
+                dist.init_process_group("hccl")
+                train(torch.nn.Linear(4, 1), TensorDataset(torch.ones(64, 4)), 10)
+        """, "an evaluation pass reads its loader once for results: only the training sampler is reported"),
     )
     valid = (
         Example.script("""
@@ -446,6 +476,8 @@ class DistributedSamplerWithoutSetEpoch(ProgramRule):
         if mentions_any(ctx.program, lambda call: call.method == sampler["set_epoch"]) or not _epoch_loop(ctx):
             return
         for step in samplers:
+            if evaluation_pass(ctx, step) is not None:
+                continue  # read once for results: its order changes no weight
             ctx.report(self, step.file, step.fact.node,
                        "DistributedSampler shuffles with seed + epoch, and nothing calls set_epoch: every epoch "
                        "repeats one order, cut into shares by the number of ranks.",
