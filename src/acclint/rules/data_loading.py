@@ -211,6 +211,37 @@ class RandomDrawsInWorkers(ProgramRule):
                         return signal[start:start + 16]
             """,
         }, "the draw is in a helper of a dataset defined in another module"),
+        Example.script("""
+            import random
+
+            import torch
+
+
+            class FlipDataset(torch.utils.data.Dataset):
+                def __init__(self, random_flip):
+                    self.random_flip = random_flip
+
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    return self.transform(torch.ones(4, 4), random_flip=self.random_flip)
+
+                def transform(self, image, random_flip=False):
+                    if random_flip and random.random() < 0.5:
+                        image = image.flip(-1)
+                    return image
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                loader = torch.utils.data.DataLoader(FlipDataset(True), batch_size=8, num_workers=4)  # expect: ACL110
+                model = torch.nn.Linear(4, 1)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for batch in loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+        """, "a parameter off by default that the sample's caller passes on: the draw may run"),
     )
     valid = (
         Example({
@@ -277,6 +308,34 @@ class RandomDrawsInWorkers(ProgramRule):
                     model(batch).sum().backward()
                     optimizer.step()
         """, "no workers: the draws come from the seeded main process"),
+        Example.script("""
+            import random
+
+            import torch
+
+
+            class FlipDataset(torch.utils.data.Dataset):
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    return self.transform(torch.ones(4, 4))
+
+                def transform(self, image, random_flip=False):
+                    if random_flip and random.random() < 0.5:
+                        image = image.flip(-1)
+                    return image
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                loader = torch.utils.data.DataLoader(FlipDataset(), batch_size=8, num_workers=4)
+                model = torch.nn.Linear(4, 1)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for batch in loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+        """, "the draw sits behind a parameter whose default is False and the sample's caller leaves it so"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
