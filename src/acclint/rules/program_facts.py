@@ -69,6 +69,9 @@ class ProgramFacts:
     # steps import (a MindSpore script that reaches a library written against torch trains with MindSpore).
     frameworks: frozenset = frozenset()
     first_model: Optional[Step] = None
+    # The first weighted layer that construction builds (the construction itself for a layer or a library
+    # model): a seed its own constructor sets before this still comes before the first initial weight.
+    first_weights: Optional[Step] = None
     # Seeding that the default run skips (`if args.seed is not None:` with --seed defaulting to None),
     # and the generators some seeding call covers whatever the flags.
     optional_seeds: list = field(default_factory=list)
@@ -138,7 +141,7 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
         else:
             _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out,
                  opt_in)
-    out.first_model = models.first
+    out.first_model, out.first_weights = models.first, models.weights
     out.open_calls = open_calls.found
     out.frameworks = _training_frameworks(program)
     return out
@@ -466,6 +469,7 @@ class _ModelFinder:
     def __init__(self, ctx: ProgramContext):
         self.ctx = ctx
         self.first: Optional[Step] = None
+        self.weights: Optional[Step] = None  # the weighted layer that made `first` a model
         self.open: list = []  # local Module constructions whose __init__ is being followed
         models = table("usage")["models"]
         self.bases = frozenset(models["base_classes"])
@@ -479,6 +483,7 @@ class _ModelFinder:
         kind = self._kind(step, call)
         if kind == "weights":
             self.first = self.open[0] if self.open else step
+            self.weights = step
         elif kind == "module":
             self.open.append(step)
 

@@ -959,6 +959,29 @@ class SeedAfterModel(ProgramRule):
         """, "losses, activations, ModuleSpec builders and configs have no weights"),
         Example.script("""
             import torch
+            from torch import nn
+
+
+            class BaseModel(nn.Module):
+                def __init__(self, seed=1024):
+                    super().__init__()
+                    torch.manual_seed(seed)
+
+
+            class Ranker(BaseModel):
+                def __init__(self):
+                    super().__init__(seed=7)
+                    self.linear = nn.Linear(8, 1)
+
+
+            if __name__ == "__main__":
+                model = Ranker()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(8)).sum().backward()
+                optimizer.step()
+        """, "the model's own base constructor seeds before its first layer is built"),
+        Example.script("""
+            import torch
 
 
             class Net(torch.nn.Module):
@@ -980,9 +1003,11 @@ class SeedAfterModel(ProgramRule):
         model = facts.first_model
         if model is None:
             return
+        weights = facts.first_weights or model
         for generator in ("torch-cpu", "mindspore"):
             source = facts.seeded.get(generator)
-            if source is not None and source.step is not None and source.step.index > model.index:
+            # A model whose own constructor seeds before its first layer is built starts seeded.
+            if source is not None and source.step is not None and source.step.index > weights.index:
                 # Reported at the construction: the seed helper itself is not what is wrong.
                 ctx.report(self, model.file, model.fact.node,
                            f"{first_model_label(model)} is constructed before {source.describe()} seeds the "
