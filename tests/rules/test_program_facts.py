@@ -395,3 +395,13 @@ def test_megatron_determinism_env_helper_sets_the_cublas_workspace(tmp_path):
     facts, _ = facts_for(tmp_path, {"train.py": "import os\nimport torch\nfrom megatron.training.determinism import "
                                     "apply_determinism_env\napply_determinism_env(os.environ)\n" + TRAIN_TAIL})
     assert set(facts.effects) == {"cublas-workspace"} and facts.seeded == {}
+
+
+def test_a_draw_joined_into_a_name_is_not_a_use_of_the_generator(tmp_path):
+    naming = ("import random\nimport string\n"
+              "prefix = ''.join(random.choice(string.ascii_letters) for _ in range(6))\n")
+    facts, _ = facts_for(tmp_path, {"train.py": "import torch\n" + naming + TRAIN_TAIL})
+    assert "python-random" not in facts.uses
+    facts, _ = facts_for(tmp_path, {"train.py": "import torch\nimport random\norder = random.sample(range(9), 9)\n"
+                                                + TRAIN_TAIL})
+    assert "python-random" in facts.uses

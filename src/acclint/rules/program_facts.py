@@ -412,9 +412,10 @@ def _uses_of(call: Call) -> set:
     """What this call shows the program uses (usage.toml)."""
     usage = table("usage")
     seen = set()
+    names_only = any(sink in usage["global_rng"]["naming_sinks"] for sink in call.sinks)
     for name in call.names:
         generator = global_draw(name)
-        if generator is not None:
+        if generator is not None and not names_only:  # a draw joined into a name changes no number
             seen.add(generator)
         if name in usage["cudnn_layers"] or any(name.startswith(p) for p in usage["cudnn_layers"] if p.endswith(".")):
             seen.add("cudnn-layers")
