@@ -242,6 +242,31 @@ class RandomDrawsInWorkers(ProgramRule):
                     model(batch).sum().backward()
                     optimizer.step()
         """, "a parameter off by default that the sample's caller passes on: the draw may run"),
+        Example.script("""
+            import random
+
+            import torch
+
+
+            class CropDataset(torch.utils.data.Dataset):
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    start = random.randint(0, 4)
+                    return torch.ones(8)[start:start + 4]
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                val_loader = torch.utils.data.DataLoader(CropDataset(), batch_size=8, num_workers=2, shuffle=False)
+                train_loader = torch.utils.data.DataLoader(CropDataset(), batch_size=8, num_workers=2, shuffle=True)  # expect: ACL110
+                model = torch.nn.Linear(4, 1)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for batch in train_loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+        """, "one dataset class behind a validation and a training loader: reported at the training loader"),
     )
     valid = (
         Example({
@@ -379,7 +404,8 @@ def _find_loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
     depth = _table()["datasets"]["max_depth"]
     code = _WorkerCode(ctx)
     out, seen = [], set()
-    for loader in _loaders(ctx):
+    # Training loaders first: a draw a validation loader shares with them is reported where it matters.
+    for loader in sorted(_loaders(ctx), key=lambda step: _in_order(step.fact)):
         workers = runs_workers(loader.fact)
         if workers != in_workers or (workers and worker_init_fn(loader.fact) is not None):
             continue
@@ -392,6 +418,14 @@ def _find_loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
                     out.append(LoaderDraw(loader, label, *found))
                 break
     return out
+
+
+def _in_order(call: Call) -> bool:
+    """A loader that reads its data in order (`shuffle=False`, no sampler): an evaluation loader, as a rule."""
+    loader = _table()["loader"]
+    shuffle = call.arg("shuffle", loader["shuffle"])
+    sampled = any(call.arg(key, loader[key]) is not None for key in ("sampler", "batch_sampler"))
+    return not sampled and (shuffle is None or shuffle.value.literal is False)
 
 
 def _shuffles(call: Call) -> bool:
