@@ -339,27 +339,31 @@ class RandomDrawsInWorkers(ProgramRule):
             import torch
 
 
-            class FlipDataset(torch.utils.data.Dataset):
+            def flip(image, random_flip=False):
+                if random_flip and random.random() < 0.5:
+                    return image.flip(-1)
+                return image
+
+
+            class Images(torch.utils.data.Dataset):
                 def __len__(self):
                     return 64
 
                 def __getitem__(self, index):
-                    return self.transform(torch.ones(4, 4))
+                    return flip(torch.ones(4, 4))
 
-                def transform(self, image, random_flip=False):
-                    if random_flip and random.random() < 0.5:
-                        image = image.flip(-1)
-                    return image
+
+            def main():
+                torch.manual_seed(0)
+                net = torch.nn.Linear(4, 1)
+                sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+                for images in torch.utils.data.DataLoader(Images(), batch_size=8, num_workers=4):
+                    net(images).sum().backward()
+                    sgd.step()
 
 
             if __name__ == "__main__":
-                torch.manual_seed(0)
-                loader = torch.utils.data.DataLoader(FlipDataset(), batch_size=8, num_workers=4)
-                model = torch.nn.Linear(4, 1)
-                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-                for batch in loader:
-                    model(batch).sum().backward()
-                    optimizer.step()
+                main()
         """, "the draw sits behind a parameter whose default is False and the sample's caller leaves it so"),
     )
 
