@@ -319,3 +319,59 @@ def test_one_deterministic_switch_fixes_two_findings_shown_as_one(tmp_path):
     at_entry = [f for f in result.findings if f.line == 5 and f.rule in ("ACL205", "ACL206")]
     assert [f.rule for f in at_entry] == ["ACL206"]
     assert "The same fix also settles ACL205 here: HCCL_DETERMINISTIC is not set" in at_entry[0].message
+
+
+_MODULE_WITH_SELF_TEST = """
+    import torch
+
+
+    class Profiler:
+        def __init__(self, model):
+            self.model = model
+
+
+    if __name__ == "__main__":
+        torch.backends.cudnn.benchmark = True
+        model = torch.nn.Linear(2, 2).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        Profiler(model)
+        model(torch.randn(2, 2).cuda()).sum().backward()
+        optimizer.step()
+"""
+
+
+def test_the_main_block_of_a_package_module_is_its_self_test_not_a_training_run(tmp_path):
+    write(tmp_path, {"lib/__init__.py": "", "lib/profiler.py": _MODULE_WITH_SELF_TEST})
+    evidence = not_training(tmp_path, "ACL202")
+    assert "lib/profiler.py is a module of a package that defines classes" in evidence
+    assert "its own `__main__` block (lib/profiler.py:9)" in evidence
+
+
+def test_a_script_outside_a_package_training_in_its_main_block_trains(tmp_path):
+    write(tmp_path, {"tools/profile.py": _MODULE_WITH_SELF_TEST})
+    [found] = findings(tmp_path, "ACL202", preview=False)
+    assert found.proven and found.severity == "warning"
+
+
+def test_a_package_entry_whose_main_block_calls_the_training_function_trains(tmp_path):
+    write(tmp_path, {"app/__init__.py": "", "app/train.py": """
+        import torch
+
+
+        class Net(torch.nn.Module):
+            pass
+
+
+        def main():
+            torch.backends.cudnn.benchmark = True
+            model = torch.nn.Linear(2, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.ones(2, 2).cuda()).sum().backward()
+            optimizer.step()
+
+
+        if __name__ == "__main__":
+            main()
+    """})
+    [found] = findings(tmp_path, "ACL202", preview=False)
+    assert found.proven

@@ -84,7 +84,17 @@ def test_a_star_import_from_an_unreadable_module_is_guessed_and_a_local_one_is_r
         "train.py": "import torch\nfrom lab.utils import *\ninit_seeds(1)\n" + TRAIN_TAIL,
         "lab/utils.py": "import numpy as np\n\ndef init_seeds(seed):\n    np.random.seed(seed)\n",
     })
-    assert "torch-cpu" not in facts.seeded
+    assert set(facts.seeded) == {"numpy"}
+
+
+def test_a_star_import_of_a_local_package_follows_its_re_exports(tmp_path):
+    facts, _ = facts_for(tmp_path, {
+        "train.py": "import torch\nfrom lab.utils import *\nrandom_seed(1)\n" + TRAIN_TAIL,
+        "lab/__init__.py": "",
+        "lab/utils/__init__.py": "from .random import random_seed\n",
+        "lab/utils/random.py": "import torch\n\ndef random_seed(seed):\n    torch.manual_seed(seed)\n",
+    })
+    assert "torch-cpu" in facts.seeded
 
 
 def test_a_local_helper_is_read_not_guessed(tmp_path):
@@ -385,3 +395,13 @@ def test_megatron_determinism_env_helper_sets_the_cublas_workspace(tmp_path):
     facts, _ = facts_for(tmp_path, {"train.py": "import os\nimport torch\nfrom megatron.training.determinism import "
                                     "apply_determinism_env\napply_determinism_env(os.environ)\n" + TRAIN_TAIL})
     assert set(facts.effects) == {"cublas-workspace"} and facts.seeded == {}
+
+
+def test_a_draw_joined_into_a_name_is_not_a_use_of_the_generator(tmp_path):
+    naming = ("import random\nimport string\n"
+              "prefix = ''.join(random.choice(string.ascii_letters) for _ in range(6))\n")
+    facts, _ = facts_for(tmp_path, {"train.py": "import torch\n" + naming + TRAIN_TAIL})
+    assert "python-random" not in facts.uses
+    facts, _ = facts_for(tmp_path, {"train.py": "import torch\nimport random\norder = random.sample(range(9), 9)\n"
+                                                + TRAIN_TAIL})
+    assert "python-random" in facts.uses

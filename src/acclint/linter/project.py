@@ -381,7 +381,28 @@ class Project:
             found = self._lookup_path(file, base + ("." + rest if rest else ""), hops, find or _definition)
             if found is not None:
                 return found
+        return self._star_imported(file, head, rest, hops, find or _definition)
+
+    def _star_imported(self, file: FileFacts, head: str, rest: str, hops: int, find):
+        """`from utils import *` of a scanned module binds its functions, classes and re-exports by name."""
+        if head in file.functions or head in file.classes:
+            return None  # a definition of this file shadows what a star import binds
+        for imp in file.imports:
+            if imp.name != "*":
+                continue
+            module_file = self.module_file(file, imp.module)
+            if module_file is not None and module_file is not file:
+                found = self._member(module_file, head, rest, hops + 1, find)
+                if found is not None:
+                    return found
         return None
+
+    def _member(self, module_file: FileFacts, head: str, rest: str, hops: int, find):
+        """`head.rest` defined in `module_file`, or imported there from another scanned module."""
+        found = find(module_file, head + ("." + rest if rest else ""))
+        if found is not None:
+            return module_file, found
+        return self._imported(module_file, head, rest, hops, find)
 
     def _lookup_path(self, file: FileFacts, dotted: str, hops: int, find):
         """Split `pkg.mod.func` at the longest prefix that is a scanned module."""

@@ -10,7 +10,8 @@ gradients applied by `optimizer(grads)`), and only when
   only built and compiled (a precompile tool);
 - it runs on a device the migration is about: a TPU-only script (torch_xla) is not;
 - it is the code being migrated: an example of another project copied into this one is not
-  (linter.roles.vendored_copy).
+  (linter.roles.vendored_copy), nor the self-test in a library module's `__main__` block
+  (linter.self_test).
 
 A program that loads trained weights and builds nothing that trains evaluates or exports a model
 (`only_evaluates`): findings written in its own file are noise, not advice (linter.proof drops them).
@@ -27,6 +28,7 @@ from acclint.knowledge import table
 from acclint.linter.facts import Call
 from acclint.linter.project import Program, Step, training_role
 from acclint.linter.roles import vendored_copy
+from acclint.linter.self_test import module_self_test
 
 
 def where(step: Step) -> str:
@@ -46,6 +48,9 @@ def training_proof(program: Program, project) -> Premise:
     if copied is not None:
         return Premise("trains", False, f"{program.entry.path} is a program of another project copied into this "
                                         f"one, {copied}: its runs are not the code being migrated")
+    self_test = module_self_test(program)
+    if self_test is not None:
+        return Premise("trains", False, self_test)
     run, loops, callees, _ = _facts()
     inputs = _input_optimizers(program)
     gradient = aside = None  # the first gradient; why a step seen so far did not count

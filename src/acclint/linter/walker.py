@@ -824,6 +824,15 @@ class FileWalker:
         self._sunk_children(node, ("test",), state, stack, "test")
         return None
 
+    def _short_circuit(self, node: cst.BooleanOperation, state: _State, stack: list):
+        """`flag and draw()`: the right side runs only when the left is true, as an `if flag:` body would."""
+        body_flags = _flag_guards(node.left, self._node)[0] if type(node.operator) is cst.And else ()
+        if not body_flags:
+            return state
+        self._children_in(node, ("right",), state, _changed(state, flag_guards=state.flag_guards + body_flags), stack)
+        self._children_in(node, ("left",), state, state, stack)
+        return None
+
     def _loop(self, node, state: _State, stack: list):
         block = None
         if type(node) is cst.For:
@@ -920,6 +929,7 @@ _HANDLERS = {
     cst.ClassDef: FileWalker._class,
     cst.If: FileWalker._if,
     cst.IfExp: FileWalker._guarded,
+    cst.BooleanOperation: FileWalker._short_circuit,
     cst.For: FileWalker._loop,
     cst.While: FileWalker._loop,
     cst.BinaryOperation: FileWalker._matmul,

@@ -16,6 +16,7 @@ from acclint.linter.facts import Call, ClassDef, FileFacts, FunctionDef
 from acclint.linter.project import Step
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule
+from acclint.rules.loader_passes import evaluation_pass
 from acclint.rules.memo import per_program
 from acclint.rules.program_facts import ProgramFacts, global_draw
 from acclint.rules.reach import class_of_call, first_call, mentions_any, method_of, reached_scopes
@@ -210,6 +211,62 @@ class RandomDrawsInWorkers(ProgramRule):
                         return signal[start:start + 16]
             """,
         }, "the draw is in a helper of a dataset defined in another module"),
+        Example.script("""
+            import random
+
+            import torch
+
+
+            class FlipDataset(torch.utils.data.Dataset):
+                def __init__(self, random_flip):
+                    self.random_flip = random_flip
+
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    return self.transform(torch.ones(4, 4), random_flip=self.random_flip)
+
+                def transform(self, image, random_flip=False):
+                    if random_flip and random.random() < 0.5:
+                        image = image.flip(-1)
+                    return image
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                loader = torch.utils.data.DataLoader(FlipDataset(True), batch_size=8, num_workers=4)  # expect: ACL110
+                model = torch.nn.Linear(4, 1)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for batch in loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+        """, "a parameter off by default that the sample's caller passes on: the draw may run"),
+        Example.script("""
+            import random
+
+            import torch
+
+
+            class CropDataset(torch.utils.data.Dataset):
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    start = random.randint(0, 4)
+                    return torch.ones(8)[start:start + 4]
+
+
+            if __name__ == "__main__":
+                torch.manual_seed(0)
+                val_loader = torch.utils.data.DataLoader(CropDataset(), batch_size=8, num_workers=2, shuffle=False)
+                train_loader = torch.utils.data.DataLoader(CropDataset(), batch_size=8, num_workers=2, shuffle=True)  # expect: ACL110
+                model = torch.nn.Linear(4, 1)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for batch in train_loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+        """, "one dataset class behind a validation and a training loader: reported at the training loader"),
     )
     valid = (
         Example({
@@ -276,6 +333,38 @@ class RandomDrawsInWorkers(ProgramRule):
                     model(batch).sum().backward()
                     optimizer.step()
         """, "no workers: the draws come from the seeded main process"),
+        Example.script("""
+            import random
+
+            import torch
+
+
+            def flip(image, random_flip=False):
+                if random_flip and random.random() < 0.5:
+                    return image.flip(-1)
+                return image
+
+
+            class Images(torch.utils.data.Dataset):
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    return flip(torch.ones(4, 4))
+
+
+            def main():
+                torch.manual_seed(0)
+                net = torch.nn.Linear(4, 1)
+                sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+                for images in torch.utils.data.DataLoader(Images(), batch_size=8, num_workers=4):
+                    net(images).sum().backward()
+                    sgd.step()
+
+
+            if __name__ == "__main__":
+                main()
+        """, "the draw sits behind a parameter whose default is False and the sample's caller leaves it so"),
     )
 
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
@@ -319,7 +408,8 @@ def _find_loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
     depth = _table()["datasets"]["max_depth"]
     code = _WorkerCode(ctx)
     out, seen = [], set()
-    for loader in _loaders(ctx):
+    # Training loaders first: a draw a validation loader shares with them is reported where it matters.
+    for loader in sorted(_loaders(ctx), key=lambda step: _in_order(step.fact)):
         workers = runs_workers(loader.fact)
         if workers != in_workers or (workers and worker_init_fn(loader.fact) is not None):
             continue
@@ -332,6 +422,14 @@ def _find_loader_draws(ctx: ProgramContext, in_workers: bool) -> list:
                     out.append(LoaderDraw(loader, label, *found))
                 break
     return out
+
+
+def _in_order(call: Call) -> bool:
+    """A loader that reads its data in order (`shuffle=False`, no sampler): an evaluation loader, as a rule."""
+    loader = _table()["loader"]
+    shuffle = call.arg("shuffle", loader["shuffle"])
+    sampled = any(call.arg(key, loader[key]) is not None for key in ("sampler", "batch_sampler"))
+    return not sampled and (shuffle is None or shuffle.value.literal is False)
 
 
 def _shuffles(call: Call) -> bool:
@@ -397,6 +495,35 @@ class DistributedSamplerWithoutSetEpoch(ProgramRule):
                         model(batch).sum().backward()
                         optimizer.step()
         """),
+        Example.script("""
+            import torch
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader, TensorDataset
+            from torch.utils.data.distributed import DistributedSampler
+
+
+            def evaluate(model, dataset):
+                sampler = DistributedSampler(dataset)
+                loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+                with torch.no_grad():
+                    return sum(model(batch).sum().item() for (batch,) in loader)
+
+
+            def train(model, dataset, epochs):
+                sampler = DistributedSampler(dataset)  # expect: ACL213
+                loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for epoch in range(epochs):
+                    for (batch,) in loader:
+                        model(batch).sum().backward()
+                        optimizer.step()
+                    print(evaluate(model, dataset))
+
+
+            if __name__ == "__main__":
+                dist.init_process_group("hccl")
+                train(torch.nn.Linear(4, 1), TensorDataset(torch.ones(64, 4)), 10)
+        """, "an evaluation pass reads its loader once for results: only the training sampler is reported"),
     )
     valid = (
         Example.script("""
@@ -446,6 +573,8 @@ class DistributedSamplerWithoutSetEpoch(ProgramRule):
         if mentions_any(ctx.program, lambda call: call.method == sampler["set_epoch"]) or not _epoch_loop(ctx):
             return
         for step in samplers:
+            if evaluation_pass(ctx, step) is not None:
+                continue  # read once for results: its order changes no weight
             ctx.report(self, step.file, step.fact.node,
                        "DistributedSampler shuffles with seed + epoch, and nothing calls set_epoch: every epoch "
                        "repeats one order, cut into shares by the number of ranks.",

@@ -69,6 +69,9 @@ class ProgramFacts:
     # steps import (a MindSpore script that reaches a library written against torch trains with MindSpore).
     frameworks: frozenset = frozenset()
     first_model: Optional[Step] = None
+    # The first weighted layer that construction builds (the construction itself for a layer or a library
+    # model): a seed its own constructor sets before this still comes before the first initial weight.
+    first_weights: Optional[Step] = None
     # Seeding that the default run skips (`if args.seed is not None:` with --seed defaulting to None),
     # and the generators some seeding call covers whatever the flags.
     optional_seeds: list = field(default_factory=list)
@@ -138,7 +141,7 @@ def _flow_facts(ctx: ProgramContext) -> ProgramFacts:
         else:
             _env(fact.name, fact.value, Source(step=step, what=f"os.environ[{fact.name!r}]"), seeding["env"], out,
                  opt_in)
-    out.first_model = models.first
+    out.first_model, out.first_weights = models.first, models.weights
     out.open_calls = open_calls.found
     out.frameworks = _training_frameworks(program)
     return out
@@ -217,7 +220,7 @@ def _training_frameworks(program: Program) -> frozenset:
 
 def _seeding_call(ctx: ProgramContext, step: Step, call: Call, opt_in: Optional[tuple], out: ProgramFacts) -> None:
     seeders = library_seeders()
-    for name in (*call.names, *_local_class_seeders(ctx, step, call, seeders)):
+    for name in (*call.names, *_local_class_seeders(ctx, step, call, seeders), *_method_seeders(step, call, seeders)):
         entry = seeders.get(name)
         if entry is not None:
             if _saves_state_first(step.file, call):
@@ -246,6 +249,19 @@ def _local_class_seeders(ctx: ProgramContext, step: Step, call: Call, seeders: d
     if not call.method[:1].isupper():
         return ()  # constructing a class, by convention
     return tuple(sorted(ctx.project.constructed_class_names(step.file, call) & seeders.keys()))
+
+
+def _method_seeders(step: Step, call: Call, seeders: dict) -> tuple:
+    """`model.fit(...)` on an object built in the same function (`model = SentenceTransformer(...)`): the
+    seeding methods of the class it was built from (`sentence_transformers.SentenceTransformer.fit`)."""
+    receiver, dot, method = call.callee.rpartition(".")
+    if not dot or "." in receiver or not receiver.isidentifier() or not any(n.endswith(dot + method) for n in seeders):
+        return ()
+    built = max((c for c in step.file.calls_in(call.scope) if c.assigned_to == receiver and c.order < call.order),
+                key=lambda c: c.order, default=None)
+    if built is None:
+        return ()
+    return tuple(sorted(name for name in (f"{cls}.{method}" for cls in built.names) if name in seeders))
 
 
 def _saves_state_first(file, call: Call) -> bool:
@@ -396,9 +412,10 @@ def _uses_of(call: Call) -> set:
     """What this call shows the program uses (usage.toml)."""
     usage = table("usage")
     seen = set()
+    names_only = any(sink in usage["global_rng"]["naming_sinks"] for sink in call.sinks)
     for name in call.names:
         generator = global_draw(name)
-        if generator is not None:
+        if generator is not None and not names_only:  # a draw joined into a name changes no number
             seen.add(generator)
         if name in usage["cudnn_layers"] or any(name.startswith(p) for p in usage["cudnn_layers"] if p.endswith(".")):
             seen.add("cudnn-layers")
@@ -453,6 +470,7 @@ class _ModelFinder:
     def __init__(self, ctx: ProgramContext):
         self.ctx = ctx
         self.first: Optional[Step] = None
+        self.weights: Optional[Step] = None  # the weighted layer that made `first` a model
         self.open: list = []  # local Module constructions whose __init__ is being followed
         models = table("usage")["models"]
         self.bases = frozenset(models["base_classes"])
@@ -466,6 +484,7 @@ class _ModelFinder:
         kind = self._kind(step, call)
         if kind == "weights":
             self.first = self.open[0] if self.open else step
+            self.weights = step
         elif kind == "module":
             self.open.append(step)
 

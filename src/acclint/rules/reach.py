@@ -45,17 +45,19 @@ def method_of(project: Project, file: FileFacts, cls: ClassDef, name: str) -> Op
 
 def first_call(project: Project, file: FileFacts, function: FunctionDef, predicate, depth: int) -> Optional[tuple]:
     """(file, call) of the first call satisfying `predicate` in `function` or the local functions and
-    methods it calls, at most `depth` calls deep, on the path that runs when nothing fails: calls in
-    `except` bodies (a replacement sample drawn when one cannot be read) are left out."""
-    todo, seen = [(file, function, 0)], set()
+    methods it calls, at most `depth` calls deep, on the path that runs when nothing fails and the callers
+    switch nothing on: calls in `except` bodies (a replacement sample drawn when one cannot be read) and
+    calls under a test of a parameter the caller leaves at an off default (`random_flip=False`, not passed)
+    are left out."""
+    todo, seen = [(file, function, 0, frozenset())], set()
     while todo:
-        current_file, current, level = todo.pop(0)
+        current_file, current, level, off = todo.pop(0)
         key = (current_file.abspath, current.qualname)
         if key in seen:
             continue
         seen.add(key)
         calls = [fact for fact in _scope_facts(current_file, current.qualname)
-                 if isinstance(fact, Call) and not fact.in_handler]
+                 if isinstance(fact, Call) and not fact.in_handler and not _switched_off(fact, off)]
         for call in calls:
             if predicate(call):
                 return current_file, call
@@ -64,5 +66,23 @@ def first_call(project: Project, file: FileFacts, function: FunctionDef, predica
         for call in calls:
             target = project.local_target(current_file, call.callee, call.scope, {})
             if target is not None and isinstance(target[1], FunctionDef):
-                todo.append((target[0], target[1], level + 1))
+                todo.append((target[0], target[1], level + 1, left_off(target[1], call)))
     return None
+
+
+def left_off(function: FunctionDef, call: Call) -> frozenset:
+    """Parameters of `function` that `call` does not pass and whose default is off (False, None, 0, "")."""
+    if any(arg.star for arg in call.args):
+        return frozenset()  # `**kwargs` may pass anything
+    params = list(function.params)
+    if function.owner and params[:1] in (["self"], ["cls"]) and "." in call.callee:
+        params = params[1:]  # bound by `obj.method(...)`
+    passed = set(params[:sum(1 for arg in call.args if arg.keyword is None)])
+    passed.update(arg.keyword for arg in call.args if arg.keyword)
+    return frozenset(name for name, value in function.defaults.items()
+                     if name not in passed and value.is_literal and not value.literal)
+
+
+def _switched_off(call: Call, off: frozenset) -> bool:
+    """Under `if flag:` / `flag and ...` (or `is not None`) of a parameter left at its off default."""
+    return bool(off) and any(guard.dotted in off and guard.form in ("truthy", "not-none") for guard in call.flag_guards)

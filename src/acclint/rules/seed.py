@@ -424,6 +424,29 @@ class UnseededTorch(UnseededGenerator):
             },
             "a project's own subclass of a seeding trainer seeds when it is built (the base __init__ runs)",
         ),
+        Example.script("""
+            from sentence_transformers import InputExample, SentenceTransformer, losses
+            from torch.utils.data import DataLoader
+
+
+            if __name__ == "__main__":
+                model = SentenceTransformer("all-MiniLM-L6-v2")
+                examples = [InputExample(texts=["a", "b"]), InputExample(texts=["c", "d"])]
+                loader = DataLoader(examples, shuffle=True, batch_size=2)
+                model.fit(train_objectives=[(loader, losses.MultipleNegativesRankingLoss(model))], epochs=1)
+        """, "SentenceTransformer.fit trains through a SentenceTransformerTrainer, which seeds when it is built"),
+        Example.script("""
+            import colossalai
+            import torch
+
+
+            if __name__ == "__main__":
+                colossalai.launch_from_torch(config={})
+                model = torch.nn.Linear(4, 4).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(4).cuda()).sum().backward()
+                optimizer.step()
+        """, "colossalai.launch_from_torch seeds random, NumPy and torch (seed=1024 unless given)"),
         Example(
             {
                 "chat.py": """
@@ -590,6 +613,17 @@ class UnseededMindSpore(UnseededGenerator):
             if __name__ == "__main__":
                 train(None)
         """, "mindcv train.py: mindcv.utils.set_seed seeds MindSpore, NumPy and random"),
+        Example.script("""
+            import mindspore as ms
+            from mindnlp.engine import Trainer, TrainingArguments
+            from mindnlp.transformers import AutoModelForSequenceClassification
+
+
+            if __name__ == "__main__":
+                model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=2)
+                trainer = Trainer(model=model, args=TrainingArguments(output_dir="out"))
+                trainer.train()
+        """, "a mindnlp Trainer seeds when it is constructed (set_seed(args.seed): random, NumPy, MindSpore)"),
     )
 
 
@@ -925,6 +959,29 @@ class SeedAfterModel(ProgramRule):
         """, "losses, activations, ModuleSpec builders and configs have no weights"),
         Example.script("""
             import torch
+            from torch import nn
+
+
+            class BaseModel(nn.Module):
+                def __init__(self, seed=1024):
+                    super().__init__()
+                    torch.manual_seed(seed)
+
+
+            class Ranker(BaseModel):
+                def __init__(self):
+                    super().__init__(seed=7)
+                    self.linear = nn.Linear(8, 1)
+
+
+            if __name__ == "__main__":
+                model = Ranker()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(8)).sum().backward()
+                optimizer.step()
+        """, "the model's own base constructor seeds before its first layer is built"),
+        Example.script("""
+            import torch
 
 
             class Net(torch.nn.Module):
@@ -946,9 +1003,11 @@ class SeedAfterModel(ProgramRule):
         model = facts.first_model
         if model is None:
             return
+        weights = facts.first_weights or model
         for generator in ("torch-cpu", "mindspore"):
             source = facts.seeded.get(generator)
-            if source is not None and source.step is not None and source.step.index > model.index:
+            # A model whose own constructor seeds before its first layer is built starts seeded.
+            if source is not None and source.step is not None and source.step.index > weights.index:
                 # Reported at the construction: the seed helper itself is not what is wrong.
                 ctx.report(self, model.file, model.fact.node,
                            f"{first_model_label(model)} is constructed before {source.describe()} seeds the "
