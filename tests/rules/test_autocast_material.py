@@ -1,0 +1,91 @@
+"""ACL603's `material` premise: an autocast region changes the trained weights only when what it computes
+reaches a backward (rules.grad_reach). Validation images generated under `autocast("cuda")` are advice;
+a loss computed under it is proven, naming the backward it reaches."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from click.testing import CliRunner
+
+from acclint.cli import main
+
+TRAIN = """
+import torch
+import torch_npu
+
+
+def log_validation(pipeline, prompts):
+    images = []
+    for prompt in prompts:
+        with torch.autocast("cuda"):
+            image = pipeline(prompt)
+        images.append(image)
+    return images
+
+
+def save_card(images):
+    print(len(images))
+
+
+def main():
+    model = torch.nn.Linear(8, 8).npu()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in [torch.randn(4, 8).npu()]:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model(x)
+            loss = out.pow(2).mean()
+        total = loss * 2
+        total.backward()
+        optimizer.step()
+    images = log_validation(model, [torch.randn(4, 8).npu()])
+    save_card(images)
+    with torch.autocast("cuda"):
+        final = model(torch.randn(4, 8).npu())
+    print(final)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def scan(tmp_path, monkeypatch, *extra: str) -> dict:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(textwrap.dedent(TRAIN).lstrip("\n"))
+    result = CliRunner().invoke(main, ["scan", ".", "--format", "json", "--no-cache", "--exit-zero",
+                                       "--select", "ACL603", *extra])
+    assert result.exit_code == 0, result.output
+    return {f["line"]: f for f in json.loads(result.output)["findings"]}
+
+
+def material(finding: dict) -> dict:
+    return next(p for p in finding["premises"] if p["premise"] == "material")
+
+
+def line_of(text: str) -> int:
+    return TRAIN.lstrip("\n").splitlines().index(text) + 1
+
+
+def test_a_loss_computed_under_autocast_is_proven_material(tmp_path, monkeypatch):
+    found = scan(tmp_path, monkeypatch)
+    finding = found[line_of('        with torch.autocast("cuda", dtype=torch.bfloat16):')]
+    assert finding["proven"] and finding["severity"] == "warning"
+    assert material(finding)["proven"] and "total.backward" in material(finding)["evidence"]
+
+
+def test_validation_images_generated_under_autocast_are_advice(tmp_path, monkeypatch):
+    found = scan(tmp_path, monkeypatch)
+    finding = found[line_of('        with torch.autocast("cuda"):')]
+    assert not finding["proven"] and finding["severity"] == "info"
+    assert not material(finding)["proven"]
+    assert "log_validation returns it only to callers" in material(finding)["evidence"]
+    final = found[line_of('    with torch.autocast("cuda"):')]
+    assert not material(final)["proven"] and "reaches no backward in main" in material(final)["evidence"]
+
+
+def test_preview_keeps_the_unproven_finding_a_warning_that_says_why(tmp_path, monkeypatch):
+    found = scan(tmp_path, monkeypatch, "--preview")
+    finding = found[line_of('        with torch.autocast("cuda"):')]
+    assert finding["severity"] == "warning" and "only evaluates" in finding["message"]
