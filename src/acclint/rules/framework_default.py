@@ -21,7 +21,7 @@ from acclint.rules.loss_labels import on_purpose, one_hot_labels
 from acclint.rules.param_groups import optimizer_parameters
 from acclint.rules.program_facts import ProgramFacts
 from acclint.rules.values import number
-from acclint.rules.weights_replaced import initial_value_matters, replaced
+from acclint.rules.weights_replaced import initial_value_matters, reference_init, replaced
 
 
 @lru_cache(maxsize=None)
@@ -384,7 +384,14 @@ class EmbeddingInit(MindSporeDefault):
     def judge(self, facts: FileFacts, call: Call, entry: dict) -> Optional[tuple]:
         judged = super().judge(facts, call, entry)
         found = replaced(((facts, c) for c in facts.calls if not c.flag_guards), "embedding_table")
-        return None if found is not None else judged  # the file itself replaces the table on every run
+        if found is not None or judged is None:
+            return None  # the file itself replaces the table on every run
+        reference = reference_init(facts, frozenset(entry["reference_init_names"]))
+        if reference is None:
+            return judged
+        return judged[0], (Premise("material", False, f"the model carries `{reference[0]}` (line {reference[1]}): "
+                                                      "its PyTorch reference initialises embeddings with N(0, "
+                                                      f"{reference[0]}), not torch's N(0, 1)"),)
 
     def prove_premise(self, name: str, finding, facts: FileFacts, programs: list, project) -> Optional[Premise]:
         """`material`: the initial table reaches training unless the program loads a checkpoint or sets it."""
