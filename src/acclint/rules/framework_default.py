@@ -83,6 +83,8 @@ class MindSporeDefault(Rule):
         Rules that follow the value further than the call (groups, labels, a converted probability)
         override this and state a `value` or `material` premise."""
         problem = self.problem(call, entry)
+        if problem and _chosen_beside(facts, call, entry):
+            return None
         return (problem, ()) if problem else None
 
     def check_file(self, ctx: FileContext) -> None:
@@ -94,6 +96,17 @@ class MindSporeDefault(Rule):
                 ctx.report(self, call.node, f"`{call.callee}`{built_through(ctx.facts, call)} with {problem}: "
                            f"MindSpore uses {entry['mindspore']}; PyTorch uses {entry['torch']}.", fix=self.doc.fix,
                            premises=built_premises(ctx.facts, call, premises))
+
+
+def _chosen_beside(facts: FileFacts, call: Call, entry: dict) -> bool:
+    """The default is one choice of a mapping that also holds the API with the argument written
+    (`{"gelu": nn.GELU(False), "gelu_approximate": nn.GELU()}`), or the fallback of a lookup in such a
+    mapping (`activation_map.get(name, nn.GELU())`): the author tells the forms apart on purpose."""
+    mappings = {s.split(":", 1)[1] for s in call.sinks if s.startswith("name:")}
+    mappings |= {s.split(":", 1)[1].rsplit(".", 1)[0] for s in call.sinks if s.startswith("arg:") and s.endswith(".get")}
+    return any(other is not call and any(f"name:{m}" in other.sinks for m in mappings)
+               and _given(other, entry["keyword"], entry.get("position"))
+               for other in calls_named(facts, frozenset(entry["apis"])))
 
 
 def _doc(what: str, why: str, fix: str, key: str) -> RuleDoc:
@@ -220,7 +233,18 @@ class GeluApproximate(MindSporeDefault):
         from mindspore import nn
 
         act = nn.GELU(approximate=False)
-    """),)
+    """), Example.script("""
+        from mindspore import nn
+
+        ACTIVATIONS = {
+            "gelu": nn.GELU(False),
+            "gelu_approximate": nn.GELU(),
+        }
+
+
+        def activation(name):
+            return ACTIVATIONS.get(name, nn.GELU())
+    """, "a mapping that offers both forms by name, and its fallback: the default is chosen on purpose"))
 
 
 class DropoutKeepProb(MindSporeDefault):
