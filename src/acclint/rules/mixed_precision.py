@@ -457,7 +457,9 @@ class AutocastCudaOnNpu(Rule):
         what="Reports, in a training program that uses torch_npu and does not import "
         "`torch_npu.contrib.transfer_to_npu`, an autocast whose `device_type` is the literal \"cuda\" "
         "(`torch.autocast('cuda')`, `torch.cuda.amp.autocast()`), or a name assigned from a test that knows only "
-        "cuda and cpu (`'cuda' if torch.cuda.is_available() else 'cpu'`).",
+        "cuda and cpu (`'cuda' if torch.cuda.is_available() else 'cpu'`). Its `material` premise says whether "
+        "what the region computes reaches a backward: a region that only generates validation images or runs "
+        "inference after training does not change the trained weights.",
         why="autocast only changes ops of the device type it names. On an NPU host `torch.cuda.is_available()` is "
         "False, so the test picks 'cpu' and the NPU ops run in fp32 while the GPU run used fp16/bf16: a silent "
         "precision (and speed) difference. A literal 'cuda' autocast likewise leaves NPU ops in fp32 unless "
