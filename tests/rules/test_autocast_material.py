@@ -12,6 +12,8 @@ from click.testing import CliRunner
 from acclint.cli import main
 
 TRAIN = """
+import contextlib
+
 import torch
 import torch_npu
 
@@ -46,8 +48,24 @@ def main():
     print(final)
 
 
+
+def accumulate(model, optimizer, batches, final):
+    losses = []
+    for x in batches:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            losses.append(model(x).pow(2).mean())
+    sum(losses).backward()
+    optimizer.step()
+    context = contextlib.nullcontext() if final else torch.autocast("cuda")
+    with context:
+        preview = model(batches[0])
+    return None
+
+
 if __name__ == "__main__":
     main()
+    model = torch.nn.Linear(8, 8).npu()
+    accumulate(model, torch.optim.SGD(model.parameters(), lr=0.1), [torch.randn(4, 8).npu()], False)
 """
 
 
@@ -64,8 +82,9 @@ def material(finding: dict) -> dict:
     return next(p for p in finding["premises"] if p["premise"] == "material")
 
 
-def line_of(text: str) -> int:
-    return TRAIN.lstrip("\n").splitlines().index(text) + 1
+def line_of(text: str, nth: int = 1) -> int:
+    lines = TRAIN.lstrip("\n").splitlines()
+    return [i for i, line in enumerate(lines) if line == text][nth - 1] + 1
 
 
 def test_a_loss_computed_under_autocast_is_proven_material(tmp_path, monkeypatch):
@@ -89,3 +108,15 @@ def test_preview_keeps_the_unproven_finding_a_warning_that_says_why(tmp_path, mo
     found = scan(tmp_path, monkeypatch, "--preview")
     finding = found[line_of('        with torch.autocast("cuda"):')]
     assert finding["severity"] == "warning" and "only evaluates" in finding["message"]
+
+
+def test_a_loss_appended_under_autocast_and_summed_for_backward_is_proven(tmp_path, monkeypatch):
+    found = scan(tmp_path, monkeypatch)
+    finding = found[line_of('        with torch.autocast("cuda", dtype=torch.bfloat16):', 2)]
+    assert material(finding)["proven"] and "?.backward" in material(finding)["evidence"]
+
+
+def test_an_autocast_bound_to_a_name_is_judged_by_the_with_that_enters_it(tmp_path, monkeypatch):
+    found = scan(tmp_path, monkeypatch)
+    finding = found[line_of('    context = contextlib.nullcontext() if final else torch.autocast("cuda")')]
+    assert not material(finding)["proven"] and "(preview)" in material(finding)["evidence"]

@@ -32,9 +32,22 @@ class Reach:
     evidence: str
 
 
+def with_region(facts: FileFacts, call: Call) -> Optional[Block]:
+    """The `with` block whose context manager `call` builds: written in its header, or bound to a name
+    that a later `with` of the same function enters (`ctx = autocast(...) if a else nullcontext()`)."""
+    for block in facts.blocks:
+        if block.kind == "with" and block.scope == call.scope and block.start < call.order < block.head_end:
+            return block
+    names = set(_sink_names(call.sinks))
+    return next((b for b in facts.blocks if b.kind == "with" and b.scope == call.scope and b.start > call.order
+                 and any(item.dotted in names for item in b.items)), None)
+
+
 def region_reach(facts: FileFacts, block: Block) -> Reach:
     """Where what `block` (a `with` region) computes goes, within its file."""
     bound = set(block.targets) | _bound_inside(facts, block)
+    if "self" in bound:
+        return Reach(UNKNOWN, "the region stores what it computes on the object")
     if any(facts.returns[i].scope == block.scope and block.head_end < facts.returns[i].order < block.end
            for i in range(len(facts.returns))):
         return _through_callers(facts, block.scope, "returns from inside the region", _DEPTH)
@@ -44,11 +57,19 @@ def region_reach(facts: FileFacts, block: Block) -> Reach:
 
 
 def _bound_inside(facts: FileFacts, block: Block) -> set:
-    names = {a.name for a in facts.name_assignments
-             if a.scope == block.scope and block.head_end < a.order < block.end}
+    """Names the region binds or stores into (`images.append(...)`, `out.x = ...`); `self` when it stores
+    on the object (followed no further)."""
+    inside = block.head_end, block.end
+    names = {a.name for a in facts.name_assignments if a.scope == block.scope and inside[0] < a.order < inside[1]}
+    names |= {a.target.split(".", 1)[0] for a in facts.assignments
+              if a.scope == block.scope and inside[0] < a.order < inside[1]}
     for call in facts.calls:
-        if call.scope == block.scope and block.head_end < call.order < block.end:
+        if call.scope == block.scope and inside[0] < call.order < inside[1]:
             names.update(_sink_names(call.sinks))
+            if _escapes(call.sinks):
+                names.add("self")
+            if call.method in _STORING and _receiver_name(call):
+                names.add(_receiver_name(call))
     return names
 
 

@@ -13,7 +13,7 @@ from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
 from acclint.linter.frameworks import program_loads_transfer_to_npu
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.grad_reach import REACHED, UNREACHED, region_reach
+from acclint.rules.grad_reach import REACHED, UNREACHED, region_reach, with_region
 from acclint.rules.flow import calls_named, calls_with_method, mentions_any, receiver, value_of
 
 _NPU_PREFIXES = ("torch_npu", "torch.npu", "mindspeed")
@@ -434,8 +434,7 @@ def _cuda_only(mentions: frozenset) -> bool:
 def _autocast_material(facts: FileFacts, call: Call) -> tuple:
     """Whether the autocast region's results reach a backward (rules.grad_reach): the `material`
     premise, stated only where the file shows it either way."""
-    block = next((b for b in facts.blocks if b.kind == "with" and b.scope == call.scope
-                  and b.start < call.order < b.head_end), None)
+    block = with_region(facts, call)
     if block is None:
         return ()
     reach = region_reach(facts, block)
