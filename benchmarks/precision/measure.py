@@ -356,7 +356,7 @@ def main(argv=None) -> int:
             if verdict == "unjudged":
                 todo.append((repo, key, finding.message))
             elif verdict in args.show and repo.split == "tuning":
-                shown.append((repo.name, key, row["verdict"], row["reason"]))
+                shown.append((repo.name, key, row["verdict"], proof(finding), row["reason"]))
         gone += [(repo.name, key, row["verdict"]) for key, row in verdicts.items() if key not in findings]
         print(f"{repo.name}: {len(findings)} warnings, {len(verdicts)} verdicts, "
               f"{len(sample.strata)} sampled strata", file=sys.stderr)
@@ -375,8 +375,8 @@ def main(argv=None) -> int:
         print("\nmaturity changed by the new table: " + (", ".join(f"{c} {maturities.get(c)} -> {after[c]}"
                                                                  for c in changed) or "none"))
         print_table(f"all ({len(repos)} repositories), with the new table's maturity", overall, after)
-    for name, (path, line, rule), verdict, reason in sorted(shown, key=lambda item: (item[1][2], item[0])):
-        print(f"{rule} {verdict:10} {name}/{path}:{line}: {reason}")
+    for name, (path, line, rule), verdict, proven, reason in sorted(shown, key=lambda item: (item[1][2], item[0])):
+        print(f"{rule} {verdict:10} {proven:8} {name}/{path}:{line}: {reason}")
     if gone:
         lost = [g for g in gone if g[2] in ("right", "immaterial")]
         print(f"\n{len(gone)} judged warnings no longer reported ({len(lost)} of them right: lost findings)")
