@@ -44,8 +44,8 @@ def main():
     images = log_validation(model, [torch.randn(4, 8).npu()])
     save_card(images)
     with torch.autocast("cuda"):
-        final = model(torch.randn(4, 8).npu())
-    print(final)
+        out = model(torch.randn(4, 8).npu())  # the name the training loop used: read only from here on
+    print(out)
 
 
 
@@ -101,7 +101,7 @@ def test_validation_images_generated_under_autocast_are_advice(tmp_path, monkeyp
     assert not material(finding)["proven"]
     assert "log_validation returns it only to callers" in material(finding)["evidence"]
     final = found[line_of('    with torch.autocast("cuda"):')]
-    assert not material(final)["proven"] and "reaches no backward in main" in material(final)["evidence"]
+    assert not material(final)["proven"] and "(out) reaches no backward in main" in material(final)["evidence"]
 
 
 def test_preview_keeps_the_unproven_finding_a_warning_that_says_why(tmp_path, monkeypatch):

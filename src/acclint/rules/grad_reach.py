@@ -53,7 +53,7 @@ def region_reach(facts: FileFacts, block: Block) -> Reach:
         return _through_callers(facts, block.scope, "returns from inside the region", _DEPTH)
     if not bound:
         return Reach(UNREACHED, "it binds nothing")
-    return _follow(facts, block.scope, bound, _DEPTH, inside=block)
+    return _follow(facts, block.scope, bound, _DEPTH, inside=block, since=_window_start(facts, block))
 
 
 def _bound_inside(facts: FileFacts, block: Block) -> set:
@@ -73,18 +73,30 @@ def _bound_inside(facts: FileFacts, block: Block) -> set:
     return names
 
 
-def _follow(facts: FileFacts, scope: str, tainted: set, depth: int, inside: Optional[Block] = None) -> Reach:
-    """Follow `tainted` names through `scope` until nothing new is bound."""
+def _window_start(facts: FileFacts, block: Block) -> int:
+    """From where the region's results can be read: after it, or anywhere in the outermost `for` loop around
+    it (the next iteration reads them); anywhere in the function when it runs in a `while` loop (no block)."""
+    loops = [b for b in facts.blocks if b.kind == "for" and b.scope == block.scope
+             and b.start < block.start and block.end <= b.end]
+    if loops:
+        return min(b.start for b in loops)
+    in_loop = any(c.in_loop for c in facts.calls if c.scope == block.scope and block.start < c.order < block.end)
+    return -1 if in_loop else block.start
+
+
+def _follow(facts: FileFacts, scope: str, tainted: set, depth: int, inside: Optional[Block] = None,
+            since: int = -1) -> Reach:
+    """Follow `tainted` names through the facts of `scope` after `since` until nothing new is bound."""
     functions = _gradient_functions(facts)
-    calls = [c for c in facts.calls if c.scope == scope]
+    calls = [c for c in facts.calls if c.scope == scope and c.order > since]
     if inside is not None:  # a gradient taken inside the region uses what it computes
         for call in calls:
             if inside.head_end < call.order < inside.end and _is_gradient(call, functions):
                 return Reach(REACHED, f"{call.callee} at line {_line(facts, call.node)}")
-    assignments = [a for a in facts.name_assignments if a.scope == scope]
-    attributes = [a for a in facts.assignments if a.scope == scope]
-    blocks = [b for b in facts.blocks if b.scope == scope and b.kind in ("with", "for")]
-    returns = [r for r in facts.returns if r.scope == scope]
+    assignments = [a for a in facts.name_assignments if a.scope == scope and a.order > since]
+    attributes = [a for a in facts.assignments if a.scope == scope and a.order > since]
+    blocks = [b for b in facts.blocks if b.scope == scope and b.kind in ("with", "for") and b.start > since]
+    returns = [r for r in facts.returns if r.scope == scope and r.order > since]
     while True:
         before = len(tainted)
         for call in calls:
