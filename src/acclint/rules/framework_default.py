@@ -103,10 +103,16 @@ def _chosen_beside(facts: FileFacts, call: Call, entry: dict) -> bool:
     (`{"gelu": nn.GELU(False), "gelu_approximate": nn.GELU()}`), or the fallback of a lookup in such a
     mapping (`activation_map.get(name, nn.GELU())`): the author tells the forms apart on purpose."""
     mappings = {s.split(":", 1)[1] for s in call.sinks if s.startswith("name:")}
-    mappings |= {s.split(":", 1)[1].rsplit(".", 1)[0] for s in call.sinks if s.startswith("arg:") and s.endswith(".get")}
-    return any(other is not call and any(f"name:{m}" in other.sinks for m in mappings)
-               and _given(other, entry["keyword"], entry.get("position"))
-               for other in calls_named(facts, frozenset(entry["apis"])))
+    lookups = {s.split(":", 1)[1].rsplit(".", 1)[0] for s in call.sinks if s.startswith("arg:") and s.endswith(".get")}
+    if any(other is not call and any(f"name:{m}" in other.sinks for m in mappings | lookups)
+           and _given(other, entry["keyword"], entry.get("position"))
+           for other in calls_named(facts, frozenset(entry["apis"]))):
+        return True
+    # A lookup whose mapping holds the project's own implementation of the op (`{"gelu": GELU()}`): the
+    # library default is only the fallback for names the mapping lacks.
+    names = {api.rsplit(".", 1)[-1] for api in entry["apis"]}
+    return any(other.callee in names and not other.names & frozenset(entry["apis"])
+               and any(f"name:{m}" in other.sinks for m in lookups) for other in facts.calls)
 
 
 def _doc(what: str, why: str, fix: str, key: str) -> RuleDoc:
@@ -244,7 +250,22 @@ class GeluApproximate(MindSporeDefault):
 
         def activation(name):
             return ACTIVATIONS.get(name, nn.GELU())
-    """, "a mapping that offers both forms by name, and its fallback: the default is chosen on purpose"))
+    """, "a mapping that offers both forms by name, and its fallback: the default is chosen on purpose"),
+        Example.script("""
+            from mindspore import nn, ops
+
+
+            class GELU(nn.Cell):
+                def construct(self, x):
+                    return 0.5 * x * (1.0 + ops.erf(x / 1.41421))
+
+
+            ACTIVATIONS = {"relu": nn.ReLU(), "gelu": GELU()}
+
+
+            def activation(name):
+                return ACTIVATIONS.get(name, nn.GELU())
+        """, "the lookup's mapping holds the project's own exact GELU: the library default is only a fallback"))
 
 
 class DropoutKeepProb(MindSporeDefault):
