@@ -52,7 +52,11 @@ def _contents(tree: Path) -> dict:
 def test_case_is_complete(case):
     codes = {rule.code for rule in all_rules()}
     assert case.source.startswith("https://"), "every cause names its public source"
-    assert set(case.expected) <= codes, f"unknown rule codes {set(case.expected) - codes}"
+    if case.kind == "scan":
+        assert set(case.expected) <= codes, f"unknown rule codes {set(case.expected) - codes}"
+    else:  # a diff case names the keys `acclint diff` must report, and holds both setups on each side
+        assert case.expected and not set(case.expected) & codes
+        assert all((side / part).is_dir() for side in (case.cause, case.fixed) for part in recall.DIFF_SIDES)
     assert case.cause.is_dir() and case.fixed.is_dir()
     lines = (case.cause / case.path).read_text("utf-8").splitlines()
     assert 1 <= case.line <= len(lines), f"{case.path}:{case.line} is not a line of the cause's file"
@@ -132,3 +136,32 @@ def test_a_twin_that_keeps_the_cause_is_flagged(tmp_path):
     _write_case(tmp_path / "probe", _SPLITTING_VIEW, _SPLITTING_VIEW, line=8)
     figures = recall.measure(tmp_path)
     assert figures["twin_flagged"] == 1 and figures["twins_flagged"] == ["probe"]
+
+
+def _write_diff_case(folder: Path, port_cause: dict, port_fixed: dict):
+    import json
+
+    reference = {"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True}}
+    for side, port in (("cause", port_cause), ("fixed", port_fixed)):
+        for part, config in (("reference", reference), ("port", port)):
+            (folder / side / part).mkdir(parents=True)
+            (folder / side / part / "ds_config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    (folder / "case.toml").write_text(
+        'name = "probe"\nfamily = "mixed-precision"\nkind = "diff"\nsource = "https://example.org"\n'
+        'expected = ["data_types.grad_accum_dtype"]\nwhere = "port/ds_config.json:2"\nwhy = "probe"\n',
+        encoding="utf-8")
+
+
+def test_a_diff_case_is_found_by_acclint_diff_and_its_twin_judged_the_same_way(tmp_path):
+    bf16_accumulation = {"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True},
+                         "data_types": {"grad_accum_dtype": "bf16"}}
+    _write_diff_case(tmp_path / "quiet", bf16_accumulation, {"train_micro_batch_size_per_gpu": 2,
+                                                             "bf16": {"enabled": True}})
+    _write_diff_case(tmp_path / "kept", bf16_accumulation, bf16_accumulation)
+    quiet = recall.judge(recall.load_case(tmp_path / "quiet"), preview=False)
+    assert quiet.found and quiet.twin_hits == []
+    port = (tmp_path / "quiet" / "cause" / "port" / "ds_config.json").read_text("utf-8").splitlines()
+    line = next(number for number, text in enumerate(port, 1) if "grad_accum_dtype" in text)
+    assert quiet.cause_hits[0][:3] == ("port/ds_config.json", line, "data_types.grad_accum_dtype")
+    kept = recall.judge(recall.load_case(tmp_path / "kept"), preview=True)
+    assert kept.found and [hit[2] for hit in kept.twin_hits] == ["data_types.grad_accum_dtype"]

@@ -44,6 +44,14 @@ def test_measured_precision_overrules_the_declaration(declared, figures, expecte
     assert maturity(rule, table) == expected
 
 
+def test_debatable_verdicts_decide_neither_way():
+    rule = type("R", (type(BENCHMARK),), {"maturity": "preview"})()
+    # 9 right, 1 wrong and 10 debatable: 90% of the decided verdicts, so stable.
+    assert maturity(rule, {rule.code: Precision(judged=20, right=9, wrong=1, debatable=10)}) == "stable"
+    # Debatable verdicts alone are not enough judged findings to overrule the declaration.
+    assert maturity(rule, {rule.code: Precision(judged=10, right=2, wrong=0, debatable=8)}) == "preview"
+
+
 def test_info_rules_keep_their_declaration_whatever_was_measured():
     info_rule = RULES["ACL102"]
     assert info_rule.severity == "info"
@@ -122,3 +130,28 @@ def test_the_packaged_precision_table_names_only_existing_rules():
 def test_a_rules_proven_findings_decide_its_maturity(overall, proven, expected):
     rule = type("R", (type(BENCHMARK),), {"maturity": "stable"})()
     assert maturity(rule, {rule.code: overall}, {rule.code: proven}) == expected
+
+
+def test_reload_reads_a_rewritten_table(monkeypatch, tmp_path):
+    from acclint.linter import maturity as maturity_module
+
+    written = {"text": "[ACL202]\njudged = 10\nright = 2\nwrong = 8\ndebatable = 0\n"}
+
+    class Table:
+        def joinpath(self, name):
+            return self
+
+        def read_text(self, encoding):
+            return written["text"]
+
+    monkeypatch.setattr(maturity_module.resources, "files", lambda package: Table())
+    maturity_module.reload()
+    try:
+        assert maturity(BENCHMARK) == "preview"
+        written["text"] += "\n[ACL202.proven]\njudged = 6\nright = 6\nwrong = 0\ndebatable = 0\n"
+        assert maturity(BENCHMARK) == "preview"  # still the table read before
+        maturity_module.reload()
+        assert maturity(BENCHMARK) == "stable"  # the proven findings' figures now decide
+    finally:
+        monkeypatch.undo()
+        maturity_module.reload()

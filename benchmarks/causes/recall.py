@@ -45,6 +45,8 @@ FOUND_SEVERITIES = ("warning", "error")
 FAMILIES = ("seed", "determinism", "mixed-precision", "fused-op", "framework-default", "contiguity",
             "parallel", "model-config", "debug-tooling")
 NO_RULE = "none"
+KINDS = ("scan", "diff")
+DIFF_SIDES = ("reference", "port")  # a diff case's side holds its two setups in these folders
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class Case:
     # Recorded when the case was written: whether `--preview` found it then. The test suite holds
     # the rules to it, so that a rule which stops finding its cause fails CI.
     found_with_preview: bool = False
+    # "scan": `acclint scan` of each side; "diff": `acclint diff reference port` of each side, where
+    # the cause is a setting two setups disagree on (`expected` then names the diff's keys).
+    kind: str = "scan"
 
     @property
     def cause(self) -> Path:
@@ -87,11 +92,14 @@ def load_case(folder: Path) -> Case:
         data = tomllib.load(handle)
     path, _, line = data["where"].rpartition(":")
     expected = tuple(code for code in data["expected"] if code != NO_RULE)
+    kind = data.get("kind", "scan")
+    if kind not in KINDS:
+        raise ValueError(f"{folder.name}: kind {kind!r} is not one of {', '.join(KINDS)}")
     if data["family"] not in FAMILIES:
         raise ValueError(f"{folder.name}: family {data['family']!r} is not one of {', '.join(FAMILIES)}")
     return Case(name=data["name"], family=data["family"], source=data["source"], expected=expected,
                 path=path, line=int(line), why=data["why"], folder=folder,
-                found_with_preview=data.get("found_with_preview", False))
+                found_with_preview=data.get("found_with_preview", False), kind=kind)
 
 
 def load_cases(root: Path = HERE) -> list:
@@ -119,7 +127,36 @@ def scan_side(tree: Path, preview: bool):
     return result.findings, [f"{e.path}: {e.code} {e.message}" for e in result.errors]
 
 
+def diff_side(tree: Path, expected: set) -> tuple:
+    """(hits, errors) of one side of a diff case: the mismatches of expected keys, as
+    (path, line, key, "warning", message), that `acclint diff reference port` reports there."""
+    from acclint.setups import SetupError, diff_paths
+
+    try:
+        result = diff_paths(*(str(tree / side) for side in DIFF_SIDES))
+    except SetupError as exc:
+        return [], [str(exc)]
+    hits = []
+    for mismatch in result.mismatches:
+        if mismatch.key in expected:
+            where = mismatch.right.where or mismatch.left.where  # a default has no line: show the other side's
+            path = Path(where.path).relative_to(tree).as_posix() if where and Path(where.path).is_absolute() else (
+                where.path if where else "")
+            hits.append((path, where.line if where else 0, mismatch.key, "warning", mismatch.message))
+    return hits, result.problems
+
+
+def judge_diff(case: Case) -> Verdict:
+    # A diff has no preview rules: both modes see the same rows.
+    cause_hits, cause_errors = diff_side(case.cause, set(case.expected))
+    twin_hits, twin_errors = diff_side(case.fixed, set(case.expected))
+    return Verdict(found=bool(cause_hits), cause_hits=cause_hits, twin_hits=[h[:4] for h in twin_hits],
+                   errors=[f"cause/{e}" for e in cause_errors] + [f"fixed/{e}" for e in twin_errors])
+
+
 def judge(case: Case, preview: bool) -> Verdict:
+    if case.kind == "diff":
+        return judge_diff(case)
     cause_findings, cause_errors = scan_side(case.cause, preview)
     twin_findings, twin_errors = scan_side(case.fixed, preview)
     expected = set(case.expected)
@@ -143,6 +180,8 @@ def why_missed(case: Case, verdicts: dict) -> str:
 
     if not case.expected:
         return "no rule yet"
+    if case.kind == "diff":
+        return "not reported by diff"
     default, preview = verdicts["default"], verdicts["preview"]
     codes = {rule.code: rule for rule in all_rules()}
     if preview.found:

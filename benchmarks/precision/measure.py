@@ -5,7 +5,9 @@ The corpus (corpus.toml) pins public repositories by commit; judged/NAME.csv hol
 warning acclint gave there (repo, commit, path, line, rule, verdict, reason). Verdicts are read as
 the file's author would: `right` (a real cause of divergence, or a real checklist gap), `immaterial`
 (right, but it does not change anything here), `wrong`, or `debatable`. Precision = (right +
-immaterial) / judged; the strict figure = right / judged. A debatable warning is never right.
+immaterial) / (right + immaterial + wrong), over the decided verdicts, as the issues measure it; the
+strict figure = right / decided. Debatable warnings are counted apart and printed, and the totals
+also give the figure that counts them as wrong.
 A zoo of many small programs enters as several entries sharing one `tree`, each listing its model
 folders in `paths`; a (entry, rule) stratum with many warnings is judged on a seeded random sample
 (`--sample`, recorded in samples/NAME.csv) and weighted back by its size. README.md states the method.
@@ -26,11 +28,11 @@ debatable / precision / strict, the same for proven and for unproven findings, t
 figure (proven findings of stable rules: what a default scan shows as warnings) beside the
 preview-only one, warnings not judged yet, and verdicts whose warning is gone (a `right` one gone
 is a lost finding; a `wrong` one gone is a fix).
-`--write-table` (with `--split all`) records the per-rule figures of the whole corpus in
+`--write-table` (with `--split tuning` or `all`) records the per-rule figures of the tuning split in
 src/acclint/knowledge/rule_precision.toml, which `acclint rules` shows and which decides a warning
-rule's maturity. The tables printed first use the maturity in force while measuring, so the held-out
-figures measure the previous table's choice; the held-out verdicts feed the table only after that
-measurement is taken (and never a rule's code: those repositories are read only to judge).
+rule's maturity. Held-out verdicts never feed the table: the held-out split measures the maturity the
+tuning split decided, as it measures the rules the tuning split shaped (with `--split all` its tables
+are printed again with the new table's maturity).
 """
 
 from __future__ import annotations
@@ -185,14 +187,21 @@ class Figures(collections.Counter):
     def right(self) -> float:  # "immaterial" is right: the warning says something true
         return self["right"] + self["immaterial"]
 
+    @property
+    def decided(self) -> float:  # judged right or wrong; a debatable verdict decides neither way
+        return self.right + self["wrong"]
+
     def precision(self) -> str:
-        return percent(self.right, self.judged)
+        return percent(self.right, self.decided)
 
     def strict(self) -> str:
-        return percent(self["right"], self.judged)
+        return percent(self["right"], self.decided)
+
+    def debatable_as_wrong(self) -> str:
+        return percent(self.right, self.judged)
 
     def describe(self) -> str:
-        return f"{self.precision()} of {number(self.judged)}" if self.judged else "-"
+        return f"{self.precision()} of {number(self.decided)}" if self.decided else "-"
 
 
 class Tally:
@@ -232,20 +241,20 @@ def current_maturities() -> dict:
     from acclint.linter import maturity
     from acclint.rules import all_rules
 
-    maturity.precision_table.cache_clear()
+    maturity.reload()
     return {rule.code: maturity.maturity(rule) for rule in all_rules()}
 
 
 def print_table(title: str, tally: Tally, maturities: dict):
     print(f"\n## {title}\n")
     print("| rule | maturity | judged | right | immaterial | wrong | debatable | precision | strict | "
-          "proven | unproven | verdicts read | not judged | not sampled |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "debatable as wrong | proven | unproven | verdicts read | not judged | not sampled |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for rule in sorted(tally.counts):
         c = tally.figures(rule)
         print(f"| {rule} | {maturities.get(rule, '?')} | {number(c.judged)} | {number(c['right'])} | "
               f"{number(c['immaterial'])} | {number(c['wrong'])} | {number(c['debatable'])} | {c.precision()} | "
-              f"{c.strict()} | {tally.figures(rule, ('proven',)).describe()} | "
+              f"{c.strict()} | {c.debatable_as_wrong()} | {tally.figures(rule, ('proven',)).describe()} | "
               f"{tally.figures(rule, ('unproven',)).describe()} | {tally.verdicts[rule]} | "
               f"{number(c['unjudged'])} | {number(c['unsampled'])} |")
     stable = lambda rule: maturities.get(rule) == "stable"  # noqa: E731
@@ -258,7 +267,8 @@ def print_table(title: str, tally: Tally, maturities: dict):
     )
     for label, c in rows:
         print(f"| **{label}** | | {number(c.judged)} | {number(c['right'])} | {number(c['immaterial'])} | "
-              f"{number(c['wrong'])} | {number(c['debatable'])} | **{c.precision()}** | {c.strict()} | | | | "
+              f"{number(c['wrong'])} | {number(c['debatable'])} | **{c.precision()}** | {c.strict()} | "
+              f"{c.debatable_as_wrong()} | | | | "
               f"{number(c['unjudged'])} | {number(c['unsampled'])} |")
 
 
@@ -274,9 +284,9 @@ def write_table(tally: Tally, repos: int):
     lines = [
         "# Measured precision of each rule on the judged corpus (benchmarks/precision/).",
         "# Generated by benchmarks/precision/measure.py --write-table; do not edit by hand.",
-        "# precision = right / judged, over the whole corpus (tuning and held-out), written after a stop's",
-        "# held-out measurement; the maturity it decides (linter/maturity.py) is what the next held-out",
-        "# measurement is taken with. `right` counts `immaterial` verdicts too (right, but it does not",
+        "# precision = right / (right + wrong), over the tuning split only: the maturity it decides",
+        "# (linter/maturity.py) is what the held-out split measures. Debatable verdicts decide neither",
+        "# way and are kept for the reader. `right` counts `immaterial` verdicts too (right, but it does not",
         "# matter there); figures of sampled strata are weighted back to the stratum's size and rounded.",
         "# [RULE.proven] and [RULE.unproven]: the same figures for findings whose premises were all proven",
         "# and for the rest.",
@@ -324,8 +334,9 @@ def main(argv=None) -> int:
     parser.add_argument("--show", choices=VERDICTS, action="append", default=[],
                         help="list the warnings still reported that were judged so, with reasons (tuning split only)")
     args = parser.parse_args(argv)
-    if args.write_table and (args.split != "all" or args.repo):
-        parser.error("--write-table measures the whole corpus: use it with --split all and no --repo")
+    if args.write_table and (args.split == "heldout" or args.repo):
+        parser.error("--write-table measures the tuning split whole: use it with --split tuning (or all) "
+                     "and no --repo")
     if args.sample_size < args.sample_threshold:
         parser.error("--sample-size must be at least --sample-threshold: a smaller stratum is judged whole")
 
@@ -369,12 +380,17 @@ def main(argv=None) -> int:
             print_table(f"{split} ({sum(r.split == split for r in repos)} repositories)", by_split[split], maturities)
     print_table(f"all ({len(repos)} repositories)", overall, maturities)
     if args.write_table:
-        write_table(overall, len(repos))
+        # The tuning split alone decides; the held-out split (when measured in the same run) is then
+        # printed again with the maturity that table decides, which is what it measures.
+        write_table(by_split["tuning"], sum(r.split == "tuning" for r in repos))
         after = current_maturities()
         changed = sorted(code for code in after if after[code] != maturities.get(code))
         print("\nmaturity changed by the new table: " + (", ".join(f"{c} {maturities.get(c)} -> {after[c]}"
                                                                  for c in changed) or "none"))
-        print_table(f"all ({len(repos)} repositories), with the new table's maturity", overall, after)
+        for split in ("tuning", "heldout"):
+            if by_split[split].counts:
+                print_table(f"{split} ({sum(r.split == split for r in repos)} repositories), with the new "
+                            f"table's maturity", by_split[split], after)
     for name, (path, line, rule), verdict, proven, reason in sorted(shown, key=lambda item: (item[1][2], item[0])):
         print(f"{rule} {verdict:10} {proven:8} {name}/{path}:{line}: {reason}")
     if gone:

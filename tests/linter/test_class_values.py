@@ -233,3 +233,75 @@ def test_a_classmethod_calling_cls_is_no_class_value_and_no_error(tmp_path):
     """))
     [norm] = built(facts)
     assert norm.built_from.how.startswith("the default of Block.build")
+
+
+def _write(root, files: dict) -> None:
+    for path, source in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(code(source))
+
+
+def test_a_class_assigned_in_another_module_is_followed_through_imports(tmp_path):
+    _write(tmp_path, {"pkg/__init__.py": "", "pkg/config.py": """
+        from functools import partial
+
+        from mindspore import nn
+
+        NORM = partial(nn.LayerNorm, begin_norm_axis=-1)
+        ACT = nn.GELU
+    """, "pkg/layers.py": """
+        from .config import NORM as NORM
+
+
+        def make_norm(dim):
+            return NORM((dim,))
+    """, "pkg/model.py": """
+        from mindspore import nn
+
+        from .config import NORM
+        from pkg.config import ACT
+
+
+        class Block(nn.Cell):
+            def __init__(self, dim, norm_layer=NORM):
+                super().__init__()
+                self.norm = norm_layer((dim,))
+                self.act = ACT()
+
+
+        class Net(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.block = Block(8)
+    """})
+    result = scan([tmp_path], framework_default.RULES, Config(), jobs=1, cwd=tmp_path)
+    found = {(f.rule, f.path, f.line): f for f in result.findings if f.rule in ("ACL701", "ACL703")}
+    assert set(found) == {("ACL701", "pkg/model.py", 10), ("ACL703", "pkg/model.py", 11),
+                          ("ACL701", "pkg/layers.py", 5)}
+    norm = found[("ACL701", "pkg/model.py", 10)]
+    # The default of Block.__init__ (left by Block(8) in this module) holds NORM, assigned in config.py.
+    assert "`NORM` is assigned in pkg/config.py" in norm.message and "default of Block.__init__" in norm.message
+    assert all(p.proven for p in norm.premises if p.premise == "value")
+
+
+def test_a_partial_in_another_module_that_binds_the_value_is_quiet(tmp_path):
+    _write(tmp_path, {"config.py": """
+        from functools import partial
+
+        from mindspore import nn
+
+        NORM = partial(nn.LayerNorm, epsilon=1e-5)
+    """, "model.py": """
+        from mindspore import nn
+
+        from config import NORM
+
+
+        class Block(nn.Cell):
+            def __init__(self, dim, norm_layer=NORM):
+                super().__init__()
+                self.norm = norm_layer((dim,))
+    """})
+    result = scan([tmp_path], framework_default.RULES, Config(), jobs=1, cwd=tmp_path)
+    assert [f for f in result.findings if f.rule == "ACL701"] == []

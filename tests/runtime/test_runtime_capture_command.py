@@ -146,6 +146,15 @@ def test_steps_2_records_the_loss_of_the_next_step(project, tmp_path):
     assert step.loss_after_step != step.loss
 
 
+def test_steps_beyond_the_run_keep_the_steps_that_ran(project, tmp_path):
+    """--steps 8 on a 5-iteration run: the fingerprint is written at exit with the 5 steps, saying why not 8."""
+    run = capture(project, "-o", str(tmp_path / "s.json"), "--steps", "8", *train("--eval_iters=0"))
+    assert run.returncode == 0, run.stderr
+    step = load(tmp_path / "s.json").step
+    assert len(step.losses) == len(step.lrs) == 5 and step.losses[0] == pytest.approx(step.loss)
+    assert step.steps_unrecorded == "the training ended after 5 of the 8 steps asked for"
+
+
 @pytest.mark.parametrize("program, reason", [
     ("import torch", "torch was imported but no torch.optim.Optimizer was created"),
     ("import torch; torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1); raise SystemExit(3)",

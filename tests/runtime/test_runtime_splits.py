@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from rank_launcher import free_port
 from test_runtime_capture_command import capture, project, train  # noqa: F401  (the fixture)
 from test_runtime_integrations import hf_train
@@ -19,25 +20,50 @@ def stage(result, name):
     return next(o for o in result.stages if o.stage == name)
 
 
-def capture_ok(project, path, *overrides, launcher=()):  # noqa: F811
-    run = capture(project, "-o", str(path), *(("--", *launcher, "train.py", "config/tiny.py", *overrides)
-                                              if launcher else train(*overrides)))
+def capture_ok(project, path, *overrides, launcher=(), options=()):  # noqa: F811
+    """`acclint capture -o PATH [OPTIONS] -- [LAUNCHER] train.py config/tiny.py OVERRIDES`, loaded."""
+    run = capture(project, "-o", str(path), *options, *(("--", *launcher, "train.py", "config/tiny.py", *overrides)
+                                                        if launcher else train(*overrides)))
     assert run.returncode == 0, run.stderr
     return load(path)
 
 
-def test_two_micro_batches_of_2_against_one_of_4(project, tmp_path):  # noqa: F811
-    split = capture_ok(project, tmp_path / "a.json", "--batch_size=2", "--gradient_accumulation_steps=2",
-                       NO_EVALUATION)
-    whole = capture_ok(project, tmp_path / "b.json", "--batch_size=4", "--gradient_accumulation_steps=1",
-                       NO_EVALUATION)
-    result = compare(split, whole)
-    data = stage(result, "data").mismatches
-    assert [(m.kind, m.name) for m in data] == [("batch", "<split>")]
-    assert "2 micro-batches of 2 on the left, 1 micro-batch of 4 on the right" in data[0].message
-    assert "fix 'data' (a different split) first" in result.verdict()
-    # the same samples, each micro-batch's loss scaled by its share: the step itself is the same
+@pytest.fixture(scope="module")
+def two_and_four(project, tmp_path_factory):  # noqa: F811
+    """2+2 (accumulated) and 4 of the same samples, captured once for the tests below."""
+    folder = tmp_path_factory.mktemp("splits")
+    capture_ok(project, folder / "a.json", "--batch_size=2", "--gradient_accumulation_steps=2", NO_EVALUATION)
+    capture_ok(project, folder / "b.json", "--batch_size=4", "--gradient_accumulation_steps=1", NO_EVALUATION)
+    return folder / "a.json", folder / "b.json"
+
+
+def test_two_micro_batches_of_2_against_one_of_4(two_and_four):
+    result = compare(*map(load, two_and_four))
+    # the same samples, each micro-batch's loss scaled by its share: the step itself is the same, so
+    # parity, with the split said in the data stage and the forward (other micro-batches) not compared
+    assert result.ok, result.verdict()
+    data = stage(result, "data")
+    assert "the same samples, split differently: 2 micro-batches of 2 on the left, 1 micro-batch of 4 on the " \
+           "right" in data.summary
+    assert "split differently" in stage(result, "forward").skipped
+    assert "not compared: forward" in result.verdict()
     assert not stage(result, "loss").mismatches and not stage(result, "grads").mismatches
+
+
+def test_a_split_with_another_loss_scaling_is_named_as_the_split(two_and_four, tmp_path):
+    """The same samples split, but the loss differs (the micro-batch losses summed, not averaged):
+    the split stays the difference the loss follows from."""
+    import json
+
+    split, whole = two_and_four
+    # the recorded loss of a loop that forgot to divide by the accumulation steps: twice the mean
+    data = json.loads(split.read_text())
+    data["step"]["loss"] *= 2
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    result = compare(load(tmp_path / "a.json"), load(whole))
+    assert [(m.kind, m.name) for m in stage(result, "data").mismatches] == [("batch", "<split>")]
+    assert "fix 'data' (a different split) first" in result.verdict()
+    assert stage(result, "loss").mismatches[0].consequence_of == "batch"
 
 
 def test_two_ranks_against_one_process_with_accumulation(project, tmp_path):  # noqa: F811
@@ -65,9 +91,8 @@ def test_transformers_accumulation_against_one_batch(torch, tmp_path):
     hf_train(tmp_path, AcclintCallback(output=tmp_path / "acc.json"), batch_size=4, accumulation=2)
     hf_train(tmp_path, AcclintCallback(output=tmp_path / "one.json"), batch_size=8, accumulation=1)
     result = compare(load(tmp_path / "acc.json"), load(tmp_path / "one.json"))
-    data = stage(result, "data").mismatches
-    assert [(m.kind, m.name) for m in data] == [("batch", "<split>")], result.verdict()
-    assert "2 micro-batches of 4 on the left, 1 micro-batch of 8 on the right" in data[0].message
+    assert result.ok, result.verdict()
+    assert "2 micro-batches of 4 on the left, 1 micro-batch of 8 on the right" in stage(result, "data").summary
 
 
 # ---------------------------------------------------------------------------- one run, two ways

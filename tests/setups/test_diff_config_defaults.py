@@ -90,3 +90,16 @@ def test_fp16_loss_scaling_keys_left_out_take_deepspeeds_values(tmp_path):
     # initial_scale_power 16 (the default) is a starting scale of 2**16 against 2**12.
     assert (rows["initial-loss-scale"].left.value, rows["initial-loss-scale"].right.value) == (65536.0, 4096.0)
     assert rows["initial-loss-scale"].left.is_default
+
+
+def test_a_folder_holding_a_deepspeed_config_takes_deepspeeds_defaults(tmp_path):
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "npu").mkdir()
+    _json(tmp_path / "gpu" / "ds_config.json", {"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
+                                                 "zero_optimization": {"stage": 2}})
+    npu = _json(tmp_path / "npu" / "ds_config.json", {"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
+                                                       "zero_optimization": {"stage": 2}, "gradient_clipping": 0.5})
+    row = by_key(run_diff(tmp_path / "gpu", tmp_path / "npu"))["clip-grad"]
+    # The folder's config leaves gradient_clipping to DeepSpeed, as the file compared alone does.
+    assert row.left.is_default and f"DeepSpeed {DEEPSPEED} default" in row.left.written
+    assert row.right.value == 0.5 and row.right.where.line == line_of(npu, "gradient_clipping")

@@ -77,9 +77,10 @@ def test_a_stratum_already_judged_is_not_sampled(tmp_path):
 
 
 def test_precision_counts_immaterial_right_and_strict_does_not():
-    figures = measure.Figures({"right": 6, "immaterial": 2, "wrong": 1, "debatable": 1, "unjudged": 5})
-    assert figures.judged == 10
-    assert (figures.precision(), figures.strict()) == ("80%", "60%")
+    figures = measure.Figures({"right": 6, "immaterial": 2, "wrong": 2, "debatable": 2, "unjudged": 5})
+    assert (figures.judged, figures.decided) == (12, 10)
+    # Over the decided verdicts (right or wrong); the debatable ones count apart.
+    assert (figures.precision(), figures.strict(), figures.debatable_as_wrong()) == ("80%", "60%", "67%")
 
 
 def test_default_run_counts_proven_findings_of_stable_rules(capsys):
@@ -91,7 +92,7 @@ def test_default_run_counts_proven_findings_of_stable_rules(capsys):
     out = capsys.readouterr().out
     assert "| **default run (proven, stable rules)** | | 2 | 2 | 0 | 0 | 0 | **100%** |" in out
     assert "| **preview-only (preview rules)** | | 1 | 0 | 0 | 1 | 0 | **0%** |" in out
-    assert "| ACL1 | stable | 3 | 2 | 0 | 1 | 0 | 67% | 67% | 100% of 2 | 0% of 1 |" in out
+    assert "| ACL1 | stable | 3 | 2 | 0 | 1 | 0 | 67% | 67% | 67% | 100% of 2 | 0% of 1 |" in out
 
 
 def test_proof_reads_the_finding_attribute():
@@ -121,3 +122,13 @@ def test_the_table_keeps_its_keys_and_adds_proof_subtables(tmp_path, monkeypatch
     # maturity.py reads the same four keys it always read.
     figures = maturity.Precision(**{k: row[k] for k in ("judged", "right", "wrong", "debatable")})
     assert figures.ratio == pytest.approx(2 / 3)
+
+
+def test_the_table_is_written_from_the_tuning_split_only(capsys):
+    # Held-out verdicts measure the maturity the table decides; they must never feed the table.
+    for argv in (["--root", ".", "--split", "heldout", "--write-table"],
+                 ["--root", ".", "--repo", "verl", "--write-table"]):
+        with pytest.raises(SystemExit) as exit_info:
+            measure.main(argv)
+        assert exit_info.value.code == 2
+    assert "--split tuning" in capsys.readouterr().err

@@ -11,6 +11,11 @@ sees it; `Call.built_from` says through which name, with the evidence for the fi
 Where the class comes from, in one file: the default of the calling function's parameter, the value a
 call of that function (or a construction of its class, for `__init__`) passes for it, a local
 `name = partial(...)`, and a module-level dict of classes indexed at the call (`NORMS[kind](dim)`).
+
+Across files (`imported_class_calls`, with the project, for rules' `check_module`): a name that the file
+imports from another module of the project, where a module-level `NORM = partial(nn.LayerNorm, ...)` holds
+the class, called directly or reaching the call as a default or passed value; the project's own import
+resolution (`Project.imported_value`) finds the assignment.
 """
 
 from __future__ import annotations
@@ -55,6 +60,28 @@ def record_class_calls(facts: F.FileFacts, class_tables: dict) -> None:
         calls.append(call)
         calls.extend(built.get(id(call), ()))
     facts.calls = calls
+
+
+def imported_class_calls(project, facts: F.FileFacts) -> list:
+    """The constructions of `facts` whose class is assigned in another module of the project: `NORM(dim)` and
+    `norm_layer(dim)` with `norm_layer=NORM`, after `from .config import NORM`. Not recorded in the file's
+    facts (they depend on the other module), so rules ask for them with the project."""
+    index = _Index(facts, {})
+    found: list = []
+    for call in facts.calls:
+        if call.built_from is not None or call.callee == "?":
+            continue  # made by the per-file pass, or a call of an expression
+        held = list(_holders(index, call, call.callee)) if call.callee.isidentifier() else []
+        for value, source in held or [(F.Value(dotted=call.callee), None)]:
+            target = project.imported_value(facts, value.dotted) if value.dotted else None
+            if target is None:
+                continue
+            module_file, assignment = target
+            where = f"`{value.dotted}` is assigned in {module_file.path}"
+            source = (F.ClassValue(value.dotted, None, where, True) if source is None
+                      else replace(source, how=f"{source.how}{_at(facts, source.node)}; {where}", node=None))
+            found.extend(_built(call, assignment.value, source))
+    return _distinct(found)
 
 
 def _distinct(constructions: Iterator[F.Call]) -> list:

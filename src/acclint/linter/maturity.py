@@ -3,7 +3,7 @@
 A rule declares its maturity (new rules start as preview). The judged corpus
 (benchmarks/precision/) then decides: its measured figures live in knowledge/rule_precision.toml,
 written by benchmarks/precision/measure.py. A warning or error rule with at least
-`MIN_JUDGED` judged findings is preview while under `STABLE_PRECISION` and stable once at or
+`MIN_JUDGED` findings judged right or wrong is preview while under `STABLE_PRECISION` and stable once at or
 above it, whatever it declared. Fewer judged findings leave the declaration as it is (a precision
 measured on three warnings says little), unless none of at least `MIN_JUDGED_NONE_RIGHT` was right.
 
@@ -51,11 +51,17 @@ class Precision:
     immaterial: float = 0
 
     @property
+    def decided(self) -> float:
+        """Verdicts that say right or wrong: a debatable one decides neither way (precision is right /
+        (right + wrong), as the issues that set the bar measure it)."""
+        return self.right + self.wrong
+
+    @property
     def ratio(self) -> float:
-        return self.right / self.judged if self.judged else 0.0
+        return self.right / self.decided if self.decided else 0.0
 
     def describe(self) -> str:
-        return f"{100 * self.ratio:.0f}% of {self.judged:.0f} judged"
+        return f"{100 * self.ratio:.0f}% of {self.decided:.0f} judged"
 
 
 _COUNTS = ("judged", "right", "wrong", "debatable", "immaterial")
@@ -82,6 +88,13 @@ def _rows() -> dict:
     return {code: row for code, row in tomllib.loads(text).items() if isinstance(row, dict)}
 
 
+def reload() -> None:
+    """Forget the table read so far: the next question reads knowledge/rule_precision.toml again (the
+    precision benchmark rewrites it, then measures with the maturity it decides)."""
+    for cached in (_rows, precision_table, proven_table):
+        cached.cache_clear()
+
+
 def measured(code: str) -> Optional[Precision]:
     return precision_table().get(code)
 
@@ -98,13 +111,13 @@ def maturity(rule, table: Optional[dict] = None, proven: Optional[dict] = None) 
     if rule.severity not in JUDGED_SEVERITIES:
         return declared
     proven_figures = (proven_table() if proven is None and table is None else proven or {}).get(rule.code)
-    if proven_figures is not None and proven_figures.judged >= MIN_JUDGED:
+    if proven_figures is not None and proven_figures.decided >= MIN_JUDGED:
         return _decided(proven_figures)
     figures = (precision_table() if table is None else table).get(rule.code)
     if figures is None:
         return declared
-    if figures.judged < MIN_JUDGED:
-        return PREVIEW if figures.judged >= MIN_JUDGED_NONE_RIGHT and not figures.right else declared
+    if figures.decided < MIN_JUDGED:
+        return PREVIEW if figures.decided >= MIN_JUDGED_NONE_RIGHT and not figures.right else declared
     return _decided(figures)
 
 

@@ -365,8 +365,9 @@ class Project:
             return file, found
         return self._base_method(file, cls, name)
 
-    def _imported(self, file: FileFacts, head: str, rest: str, hops: int = 0):
-        """Follow `head.rest` through the file's imports into a scanned module."""
+    def _imported(self, file: FileFacts, head: str, rest: str, hops: int = 0, find=None):
+        """Follow `head.rest` through the file's imports into a scanned module: the definition there
+        (`find(module_file, qualname)`, by default its function or class)."""
         if hops > 3:
             return None
         for imp in file.imports:
@@ -377,12 +378,12 @@ class Project:
                 base = imp.module if aliased else head
             else:
                 base = f"{imp.module}.{imp.name}" if imp.module.strip(".") else imp.module + imp.name
-            found = self._lookup_path(file, base + ("." + rest if rest else ""), hops)
+            found = self._lookup_path(file, base + ("." + rest if rest else ""), hops, find or _definition)
             if found is not None:
                 return found
         return None
 
-    def _lookup_path(self, file: FileFacts, dotted: str, hops: int):
+    def _lookup_path(self, file: FileFacts, dotted: str, hops: int, find):
         """Split `pkg.mod.func` at the longest prefix that is a scanned module."""
         level = len(dotted) - len(dotted.lstrip("."))
         parts = dotted[level:].split(".")
@@ -391,13 +392,18 @@ class Project:
             if module_file is None:
                 continue
             member = parts[cut:]
-            qualname = ".".join(member)
-            found = module_file.functions.get(qualname) or module_file.classes.get(qualname)
+            found = find(module_file, ".".join(member))
             if found is not None:
                 return module_file, found
             # Re-exported from elsewhere (`from .seeding import seed_all` in a package __init__).
-            return self._imported(module_file, member[0], ".".join(member[1:]), hops + 1)
+            return self._imported(module_file, member[0], ".".join(member[1:]), hops + 1, find)
         return None
+
+    def imported_value(self, file: FileFacts, dotted: str):
+        """(module file, NameAssignment) of the module-level `NAME = ...` that `dotted` names through the file's
+        imports (`from .config import NORM` -> `NORM = partial(nn.LayerNorm, ...)` in config.py), or None."""
+        head, _, rest = dotted.partition(".")
+        return self._imported(file, head, rest, find=_module_assignment)
 
     def local_bases(self, file: FileFacts, cls: Optional[ClassDef]):
         """Local classes `cls` derives from, transitively."""
@@ -554,6 +560,16 @@ class Project:
             self._constructed_cache[key] = (self.class_names(*target) if target is not None
                                             and isinstance(target[1], ClassDef) else frozenset())
         return self._constructed_cache[key]
+
+
+def _definition(module_file: FileFacts, qualname: str):
+    return module_file.functions.get(qualname) or module_file.classes.get(qualname)
+
+
+def _module_assignment(module_file: FileFacts, name: str):
+    """The last module-level assignment of `name` in the module, or None."""
+    found = [a for a in module_file.name_assignments if a.scope == MODULE_SCOPE and a.name == name]
+    return found[-1] if found else None
 
 
 def launch_trains(launch) -> bool:

@@ -152,7 +152,8 @@ def summarise_chain(node: cst.CSTNode, calls: Optional[list] = None) -> tuple:
 
 
 _CONDITIONS = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.UnaryOperation)
-_ARITHMETIC = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.MatrixMultiply: "@"}
+_ARITHMETIC = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.MatrixMultiply: "@",
+               cst.Power: "**"}
 _COMPARISONS = {cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
                 cst.GreaterThan: ">", cst.GreaterThanEqual: ">="}
 

@@ -60,7 +60,7 @@ class GradScalerHalfway(Rule):
     doc = RuleDoc(
         what="Reports, for a `GradScaler` of this file, a plain `optimizer.step()` in the function that calls "
         "`scaler.scale(loss).backward()` when the scaler never steps (`scaler.step(optimizer)` appears nowhere in "
-        "the file); a plain `optimizer.step()` in the same pass of the function as `scaler.step(optimizer)` (the "
+        "the file), also after `scaler.unscale_(optimizer)`, which unscales but does not skip overflowed steps; a plain `optimizer.step()` in the same pass of the function as `scaler.step(optimizer)` (the "
         "optimizer stepped twice per iteration, in either order, when the plain step is under no `if` of its own "
         "or under the same test as the scaler's); and `scaler.step(optimizer)` when `scaler.update()` appears nowhere in the file. A scaler built "
         "with `enabled=False` is left alone.",
@@ -123,6 +123,22 @@ class GradScalerHalfway(Rule):
                 scaler.update()
                 optimizer.step()  # expect: ACL613
         """, "the optimizer stepped twice per iteration: by the scaler, then by itself"),
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1).cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in [torch.randn(4, 8).cuda()]:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x).pow(2).mean()
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()  # expect: ACL613
+                scaler.update()
+                optimizer.zero_grad()
+        """, "unscaled by hand, then stepped without the scaler's inf/NaN check"),
     )
     valid = (
         Example.script("""
@@ -174,10 +190,9 @@ class GradScalerHalfway(Rule):
             scales = _calls_on(facts, name, "scale")
             steps = _calls_on(facts, name, "step")
             if scales and not steps:
+                unscales = _calls_on(facts, name, "unscale_")
                 for call in self._plain_steps(facts, scales):
-                    ctx.report(self, call.node, f"`{name}.scale(loss)` scaled the gradients (by 65536 at the start) "
-                               f"but `{call.callee}()` applies them unscaled and unchecked for inf/NaN: "
-                               f"`{name}.step(...)` unscales, checks and skips overflowed steps.",
+                    ctx.report(self, call.node, _unchecked_step_message(name, call, _unscaled_before(unscales, call)),
                                fix=f"{name}.step({_text(receiver(call))}); {name}.update()")
             for plain, scaled in self._double_steps(facts, steps):
                 ctx.report(self, plain.node, _double_step_message(facts, name, plain, scaled),
@@ -211,6 +226,23 @@ class GradScalerHalfway(Rule):
                         or not _runs_with(plain, scaled):
                     continue
                 yield plain, scaled
+
+
+def _unscaled_before(unscales: list, call: Call) -> bool:
+    """`scaler.unscale_(optimizer)` runs before `call` in its function."""
+    return any(u.scope == call.scope and u.order < call.order for u in unscales)
+
+
+def _unchecked_step_message(scaler: str, call: Call, unscaled: bool) -> str:
+    if unscaled:
+        return (f"`{scaler}.unscale_(...)` divided the gradients back, but `{call.callee}()` steps without "
+                f"`{scaler}.step(...)`, which is what checks them for inf/NaN: on an iteration whose scaled "
+                "gradients overflowed (the scale starts at 65536 and doubles every 2000 clean steps until one "
+                "does) the scaler would skip the step; this one applies the inf/NaN gradients and the weights "
+                "become NaN.")
+    return (f"`{scaler}.scale(loss)` scaled the gradients (by 65536 at the start) but `{call.callee}()` applies "
+            f"them unscaled and unchecked for inf/NaN: `{scaler}.step(...)` unscales, checks and skips overflowed "
+            "steps.")
 
 
 def _runs_with(plain: Call, scaled: Call) -> bool:
@@ -454,4 +486,121 @@ def _names_cuda_device(facts: FileFacts, owner: Optional[str]) -> bool:
             return True
     return False
 
-RULES = [GradScalerHalfway(), CustomAmpCudaOnNpu()]
+
+def _is_scheduler(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1].lower()
+    return any(h in last for h in mp_table()["scheduler_hints"])
+
+
+class SchedulerStepsSkippedSteps(Rule):
+    code = "ACL621"
+    name = "scheduler-steps-skipped-steps"
+    category = "mixed-precision"
+    severity = "info"
+    maturity = "preview"
+    summary = "An LR scheduler stepped every iteration beside scaler.step(), which may have skipped the optimizer step"
+    doc = RuleDoc(
+        what="Reports `scheduler.step()` in the same pass of the same function (both in its loop, or both outside "
+        "it, not on the two sides of one `if`) as `scaler.step(optimizer)` of an enabled `GradScaler`, when the "
+        "function never asks whether the step was skipped (`scaler.get_scale()` compared before and after "
+        "`update()`). It is PyTorch's documented AMP recipe, so the finding is `info`: it names why the two sides' "
+        "schedules may drift apart, not a mistake.",
+        why="`scaler.step(optimizer)` skips `optimizer.step()` when the scaled gradients hold inf/NaN: several times "
+        "at the start while the scale falls from 65536 to one that fits, then about once per `growth_interval` = "
+        "2000 clean steps when it doubles back into overflow. The scheduler advances anyway, so after k skipped "
+        "steps the learning rate is the schedule's value k steps ahead (PyTorch warns \"Detected call of "
+        "`lr_scheduler.step()` before `optimizer.step()`\" when the first step is skipped). With k = 5 in a "
+        "1,000-step linear warmup that is 0.5% of the peak rate, and a cosine schedule ends k steps early. A "
+        "float16 GPU run skips steps where a bfloat16 NPU run (no loss scaling) skips none, so their schedules "
+        "differ by k steps: small, and usually immaterial (michuanhaohao/reid-strong-baseline#190).",
+        fix="Step the scheduler only when the optimizer stepped: `scale = scaler.get_scale(); scaler.step(opt); "
+        "scaler.update(); if scaler.get_scale() >= scale: scheduler.step()` (accelerate: "
+        "`if not accelerator.optimizer_step_was_skipped`).",
+        references=("docs/knowledge/mixed-precision.md#schedulers-beside-skipped-steps",
+                    "PyTorch AMP examples, docs.pytorch.org/docs/stable/notes/amp_examples.html",
+                    "PyTorch optim docs, docs.pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    "michuanhaohao/reid-strong-baseline#190 (the warning: \"does not influence the performance "
+                    "a lot\")"),
+    )
+    invalid = (
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1).cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.01, total_iters=1000)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in [torch.randn(4, 8).cuda()]:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x).pow(2).mean()
+                optimizer.zero_grad()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()  # expect: ACL621
+        """, "the documented recipe: the warmup advances on the steps the scaler skipped"),
+    )
+    valid = (
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1).cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.01, total_iters=1000)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in [torch.randn(4, 8).cuda()]:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x).pow(2).mean()
+                optimizer.zero_grad()
+                scaler.scale(loss).backward()
+                scale = scaler.get_scale()
+                scaler.step(optimizer)
+                scaler.update()
+                if scaler.get_scale() >= scale:
+                    scheduler.step()
+        """, "the scheduler steps only when the optimizer did"),
+        Example.script("""
+            import torch
+
+            model = torch.nn.Linear(8, 1).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+            scaler = torch.amp.GradScaler("cuda")
+            for epoch in range(90):
+                for x in [torch.randn(4, 8).cuda()]:
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        loss = model(x).pow(2).mean()
+                    optimizer.zero_grad()
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+            scheduler.step()
+        """, "a per-epoch schedule does not count optimizer steps"),
+    )
+
+    def check_file(self, ctx: FileContext) -> None:
+        facts = ctx.facts
+        for name, enabled in _scalers(facts).items():
+            if not enabled:
+                continue
+            asked = {c.scope for c in _calls_on(facts, name, "get_scale")}
+            for scaled in _calls_on(facts, name, "step"):
+                if scaled.scope in asked:
+                    continue
+                for call in calls_with_method(facts, ("step",)):
+                    stepped = _text(receiver(call))
+                    if (stepped and _is_scheduler(stepped) and not _is_optimizer(stepped) and call.scope == scaled.scope
+                            and call.in_loop == scaled.in_loop and _runs_with(call, scaled)):
+                        ctx.report(self, call.node, _skipped_schedule_message(name, call, facts, scaled),
+                                   fix=f"step `{stepped}` only when `{name}.get_scale()` did not fall")
+
+
+def _skipped_schedule_message(scaler: str, call: Call, facts: FileFacts, scaled: Call) -> str:
+    return (f"`{call.callee}()` runs on every iteration that `{scaler}.step(...)` at {_line(facts, scaled)} runs, "
+            "including those where it skipped the optimizer step (inf/NaN gradients: the first few while the scale "
+            "falls from 65536, then about one per 2000 steps): after k skips the learning rate is the schedule's "
+            "value k steps ahead (k = 5 in a 1,000-step warmup: 0.5% of the peak), and a bf16 side without loss "
+            "scaling skips none.")
+
+
+RULES = [GradScalerHalfway(), CustomAmpCudaOnNpu(), SchedulerStepsSkippedSteps()]

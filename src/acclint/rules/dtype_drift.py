@@ -6,85 +6,18 @@ that dtype too, with its few mantissa bits: the rounding arithmetic is in the me
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from acclint.findings import Premise
-from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import MODULE_SCOPE, Call, FileFacts, Value
 from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule
 from acclint.rules.flow import assigned_before, calls_named, calls_with_method, receiver, short, value_of
 from acclint.rules.mixed_precision import mp_names, mp_table
+from acclint.rules.model_cast import (ModelCast, cast_to_fp32_later, mantissa_bits, module_class_of, program_cast,
+                                      where)
 from acclint.rules.program_facts import ProgramFacts
-
-_MODEL_HINTS = ("model", "net", "module")
-
-
-@dataclass(frozen=True)
-class ModelCast:
-    """Where a program casts its model to a low dtype."""
-
-    dtype: str  # "bfloat16" | "float16"
-    written: str  # `.to(torch.bfloat16)`
-    where: str  # path:line
-
-    @property
-    def evidence(self) -> str:
-        return f"the program casts its model to {self.dtype} (`{self.written}` at {self.where})"
-
-
-def mantissa_bits(dtype: str) -> int:
-    return mp_table()["mantissa_bits"][dtype]
-
-
-def _where(facts: FileFacts, node: int) -> str:
-    return f"{facts.path}:{facts.spans[node].line}"
-
-
-def _low_dtype(value: Value) -> Optional[str]:
-    return next((mp_table()["low_dtypes"][n] for n in sorted(value.names) if n in mp_table()["low_dtypes"]), None)
-
-
-def _model_like(call: Call) -> bool:
-    """A module, not a tensor: `Net(...)`/`nn.Sequential(...)` (a class called, moved to a device or not), or a
-    name that says so (`model`, `self.net`, `module`)."""
-    target = receiver(call)
-    if target is None:
-        return False
-    if target.base_call and target.base:
-        if target.base.rsplit(".", 1)[-1][:1].isupper() and all(m in ("cuda", "npu", "cpu", "to") for m in target.chain):
-            return True
-    names = ((target.dotted or target.base or "") + " " + (call.assigned_to or "")).lower()
-    return any(hint in names for hint in _MODEL_HINTS)
-
-
-def model_casts(facts: FileFacts) -> Iterator[ModelCast]:
-    """The file's casts of a model to bfloat16/float16."""
-    for call in calls_with_method(facts, ("half", "bfloat16", "to", "from_pretrained")):
-        if call.method == "from_pretrained":
-            arg = call.arg("torch_dtype") or call.arg("dtype")
-            dtype = _low_dtype(arg.value) if arg is not None else None
-            if dtype:
-                yield ModelCast(dtype, f"from_pretrained(torch_dtype={arg.value.dotted})", _where(facts, call.node))
-            continue
-        if call.names or not _model_like(call):
-            continue
-        if call.method in ("half", "bfloat16"):
-            yield ModelCast(mp_table()["low_cast_methods"][call.method], f".{call.method}()", _where(facts, call.node))
-            continue
-        for arg in call.args:
-            dtype = _low_dtype(arg.value) if arg.keyword in (None, "dtype") else None
-            if dtype:
-                yield ModelCast(dtype, f".to({arg.value.dotted})", _where(facts, call.node))
-
-
-def program_cast(files) -> Optional[ModelCast]:
-    """The program's cast of its model to the lowest-precision dtype it uses (bfloat16 before float16, as
-    `if fp16: model.half() elif bf16: model.bfloat16()` may run either), else None."""
-    casts = [cast for facts in files for cast in model_casts(facts)]
-    return min(casts, key=lambda cast: mantissa_bits(cast.dtype)) if casts else None
 
 
 class PositionsInModelDtype(ProgramRule):
@@ -223,7 +156,7 @@ class PositionsInModelDtype(ProgramRule):
         exact = 2 ** (mantissa_bits(cast.dtype) + 1)
         for file in files:
             for call, how, length in _positions(file):
-                owner = _module_of(ctx, file, call.scope)
+                owner = module_class_of(ctx, file, call.scope)
                 if owner is None:
                     continue  # outside a model's methods (a data collator): the tensor need not be the model's
                 literal = length.literal if length is not None else None
@@ -235,20 +168,10 @@ class PositionsInModelDtype(ProgramRule):
                                                   f" is not known here; positions above {exact} are rounded"))
                 ctx.report(self, file, call.node, _positions_message(how, cast, exact),
                            fix="torch.arange(n, device=x.device, dtype=torch.float32), cast the result to x.dtype",
-                           premises=(Premise("value", True, f"{cast.evidence}; {how} at {_where(file, call.node)} "
+                           premises=(Premise("value", True, f"{cast.evidence}; {how} at {where(file, call.node)} "
                                              f"takes the dtype of a tensor in `{call.scope}`, a method of the "
                                              f"module class `{owner}`"), material),
                            rests_on=("trains", "executes", "value", "material"))
-
-
-def _module_of(ctx: ProgramContext, file: FileFacts, scope: str) -> Optional[str]:
-    """The class of `scope` when it is a method of a model class (an nn.Module / Cell, through local bases)."""
-    function = file.functions.get(scope)
-    cls = file.classes.get(function.owner) if function is not None and function.owner else None
-    if cls is None:
-        return None
-    bases = frozenset(table("training")["models"]["bases"])
-    return cls.qualname if ctx.project.class_names(file, cls) & bases else None
 
 
 def _positions_message(how: str, cast: ModelCast, exact: int) -> str:
@@ -503,34 +426,17 @@ def _half_shadows(facts: FileFacts, files) -> dict:
         value = assignment.value
         if not (value.base_call and value.base_names & _COPIES):
             continue
-        if any(m in fp32 for m in value.chain) or _to_fp32(value) or _cast_later(files, assignment.target):
+        if any(m in fp32 for m in value.chain) or _to_fp32(value) or cast_to_fp32_later(files, assignment.target):
             continue
         found.setdefault(_home(facts, assignment.scope),
-                         f"{assignment.target} = {short(value)}` at `{_where(facts, assignment.node)}")
+                         f"{assignment.target} = {short(value)}` at `{where(facts, assignment.node)}")
     return found
-
-
-def _cast_later(files, target: str) -> bool:
-    """A float32 cast of `target`, or of the same attribute reached through another name (`self.shadow` is
-    `ema.shadow` outside its class)."""
-    attribute = "." + target.rsplit(".", 1)[-1] if target.startswith("self.") else None
-    for facts in files:
-        for call in calls_with_method(facts, ("float", "double", "to")):
-            name = (receiver(call).dotted or "") if receiver(call) is not None else ""
-            if (name == target or (attribute and name.endswith(attribute))) and _is_fp32_cast(call):
-                return True
-    return False
 
 
 def _to_fp32(value: Value) -> bool:
     fp32 = frozenset(mp_table()["fp32_dtypes"])
     return any(method == "to" and any(a.value.names & fp32 for a in args)
                for method, args in zip(value.chain, value.chain_args))
-
-
-def _is_fp32_cast(call: Call) -> bool:
-    return call.method in mp_table()["fp32_cast_methods"] or any(
-        a.value.names & frozenset(mp_table()["fp32_dtypes"]) for a in call.args)
 
 
 def _ema_updates(facts: FileFacts) -> Iterator[tuple]:

@@ -5,12 +5,12 @@ message gives both frameworks' values. `mindspore.mint` follows torch's defaults
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import ClassVar, Optional
+from typing import ClassVar, Iterator, Optional
 
 from acclint.findings import Premise
 from acclint.knowledge import table
 from acclint.knowledge.library import train_mode_setters
-from acclint.linter.class_values import built_premises, built_through
+from acclint.linter.class_values import built_premises, built_through, imported_class_calls
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts
 from acclint.linter.rulebase import Example, Rule, RuleDoc
@@ -90,12 +90,25 @@ class MindSporeDefault(Rule):
     def check_file(self, ctx: FileContext) -> None:
         entry = _entry(self.key)
         for call in calls_named(ctx.facts, frozenset(entry["apis"])):
-            judged = self.judge(ctx.facts, call, entry)
-            if judged:
-                problem, premises = judged
-                ctx.report(self, call.node, f"`{call.callee}`{built_through(ctx.facts, call)} with {problem}: "
-                           f"MindSpore uses {entry['mindspore']}; PyTorch uses {entry['torch']}.", fix=self.doc.fix,
-                           premises=built_premises(ctx.facts, call, premises))
+            for message, premises in self._findings(ctx.facts, call, entry):
+                ctx.report(self, call.node, message, fix=self.doc.fix, premises=premises)
+
+    def check_module(self, ctx: ProgramContext, file: FileFacts) -> None:
+        """Constructions whose class another module of the project holds (`norm_layer=NORM`, `from .config
+        import NORM`): the file's facts cannot know them, the project can."""
+        entry = _entry(self.key)
+        apis = frozenset(entry["apis"])
+        for call in imported_class_calls(ctx.project, file):
+            if call.names & apis:
+                for message, premises in self._findings(file, call, entry):
+                    ctx.report(self, file, call.node, message, fix=self.doc.fix, premises=premises)
+
+    def _findings(self, facts: FileFacts, call: Call, entry: dict) -> Iterator[tuple]:
+        judged = self.judge(facts, call, entry)
+        if judged:
+            problem, premises = judged
+            yield (f"`{call.callee}`{built_through(facts, call)} with {problem}: MindSpore uses {entry['mindspore']}; "
+                   f"PyTorch uses {entry['torch']}.", built_premises(facts, call, premises))
 
 
 def _chosen_beside(facts: FileFacts, call: Call, entry: dict) -> bool:
@@ -154,6 +167,21 @@ _NORM_LAYER_PROGRAM = """
 """
 
 
+_NORM_LAYERS = """
+    from functools import partial
+
+    from mindspore import nn
+
+    NORM_LAYER = partial(nn.LayerNorm, begin_norm_axis=-1{eps})
+"""
+
+
+def _imported_norm_layer(marker: str) -> str:
+    """The norm-layer program whose default class comes from `layers.py`."""
+    program = _NORM_LAYER_PROGRAM.format(norm_layer="NORM_LAYER", marker=marker)
+    return program.replace("    from mindspore import nn\n", "    from mindspore import nn\n\n    from layers import NORM_LAYER\n", 1)
+
+
 class LayerNormEpsilon(MindSporeDefault):
     code = "ACL701"
     name = "mindspore-layernorm-epsilon"
@@ -176,7 +204,9 @@ class LayerNormEpsilon(MindSporeDefault):
                 super().__init__()
                 self.norm = nn.LayerNorm((hidden,))  # expect: ACL701
     """), Example.script(_NORM_LAYER_PROGRAM.format(norm_layer="nn.LayerNorm", marker="  # expect: ACL701"),
-                         "a port of a timm-style block: the class is a parameter's default, built in __init__"))
+                         "a port of a timm-style block: the class is a parameter's default, built in __init__"),
+        Example({"train.py": _imported_norm_layer("  # expect: ACL701"), "layers.py": _NORM_LAYERS.format(eps="")},
+                "the default is a class assigned in another module of the project"))
     valid = (Example.script("""
         from mindspore import nn, mint
 
@@ -187,7 +217,9 @@ class LayerNormEpsilon(MindSporeDefault):
                 self.norm = nn.LayerNorm((hidden,), epsilon=1e-5)
                 self.norm2 = mint.nn.LayerNorm(hidden)
     """), Example.script(_NORM_LAYER_PROGRAM.format(norm_layer="partial(nn.LayerNorm, epsilon=1e-5)", marker=""),
-                         "the partial binds PyTorch's epsilon"))
+                         "the partial binds PyTorch's epsilon"),
+        Example({"train.py": _imported_norm_layer(""), "layers.py": _NORM_LAYERS.format(eps=", epsilon=1e-5")},
+                "the other module's partial binds PyTorch's epsilon"))
 
 
 class BatchNormMomentum(MindSporeDefault):
@@ -480,6 +512,10 @@ class ConvDefaults(MindSporeDefault):
         missing = [name for name, absent in ((f"`{entry['pad_keyword']}`", pad), (f"`{entry['bias_keyword']}`", bias))
                    if absent]
         return f"no {' and no '.join(missing)}" if missing else None
+
+    # Its severity depends on the kernel and padding read in check_file; classes held in another module are
+    # not followed for it.
+    check_module = None
 
     def check_file(self, ctx: FileContext) -> None:
         entry = _entry(self.key)

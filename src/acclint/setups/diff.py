@@ -153,6 +153,9 @@ def _absent(side: Setup, settings: dict, key: str, counterpart: Optional[Setting
         return Setting(key, False, composed, origin="derived" if composed else "default", written=written)
     if side.kind == "config" and side.library:
         return default_setting(side.library, key)
+    library_default = default_setting(side.library, key) if side.kind == "folder" and side.library else None
+    if library_default is not None:
+        return library_default
     if side.kind not in ("launch", "folder"):
         return None
     launcher = side.launcher

@@ -84,3 +84,6 @@ class Setup:
         self.files.extend(f for f in other.files if f not in self.files)
         self.framework = self.framework or other.framework
         self.launcher = self.launcher or other.launcher
+        # A folder holding a DeepSpeed or accelerate config takes that library's defaults for the
+        # keys it leaves out, as the config compared alone would.
+        self.library = self.library or other.library

@@ -34,6 +34,9 @@ eval_iters = 2
 dtype = "float32"
 warmup_iters = 0  # > 0: a linear warmup to learning_rate over this many iterations (a LambdaLR)
 compile = False  # torch.compile the model (nanoGPT's flag)
+# "random": each rank draws its own windows (nanoGPT); "distributed": a DistributedSampler over fixed
+# windows, so the ranks share out the samples one process would take (seeded, every rank alike)
+sampler = "random"
 out_file = ""
 config_keys = [k for k, v in globals().items() if not k.startswith("_") and isinstance(v, (int, float, bool, str))]
 exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "configurator.py")).read())
@@ -53,7 +56,26 @@ ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 data = np.random.default_rng(seed).integers(0, vocab_size, size=4096, dtype=np.int64)
 
 
+def windows():
+    """The training windows, one per block, and a sampler that shares them out over the ranks."""
+    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data.distributed import DistributedSampler
+
+    starts = range(0, 3584 - block_size - 1, block_size)
+    x = torch.stack([torch.from_numpy(data[i : i + block_size]) for i in starts])
+    y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + block_size]) for i in starts])
+    dataset = TensorDataset(x, y)
+    shares = DistributedSampler(dataset, num_replicas=world, rank=rank, seed=seed, drop_last=True)
+    while True:
+        yield from DataLoader(dataset, batch_size=batch_size, sampler=shares, drop_last=True)
+
+
+shared = windows() if sampler == "distributed" else None
+
+
 def get_batch(split):
+    if split == "train" and shared is not None:
+        return tuple(next(shared))
     source = data[:3584] if split == "train" else data[3584:]
     starts = torch.randint(len(source) - block_size - 1, (batch_size,))
     x = torch.stack([torch.from_numpy(source[i : i + block_size]) for i in starts])

@@ -27,6 +27,7 @@ class Session:
         self.status = Status(pid=os.getpid(), framework=framework)
         self.written = False
         self.fingerprint: Any = None
+        self.pending: Any = None  # what records the later steps (--steps N); `end()` when the program ends first
 
     def finish(self, fingerprint: Any) -> None:
         from acclint.integrations.parity import expect
@@ -128,10 +129,12 @@ def _start_torch(torch: Any, session: Session) -> None:
         made(self, *args, **kwargs)
 
     torch.optim.Optimizer.__init__ = counted
-    TorchStepObserver(session.finish, session.fail, steps=session.settings.steps).install()
+    session.pending = TorchStepObserver(session.finish, session.fail, steps=session.settings.steps).install()
 
 
 def at_exit() -> None:
     """A process that ends without a capture says how far it got."""
+    if _session is not None and _session.pending is not None:
+        _session.pending.end()  # the program ended before N steps: the fingerprint says how many it holds
     if _session is not None and not _session.written:
         _session.write_status()

@@ -17,7 +17,8 @@ MAX_STEPS = 100000
               show_default=True, help="Where to write the step-0 fingerprint (one file, merged across ranks).")
 @click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=1, show_default=True,
               help="1: record step 0 and stop after its update; 2: also record the loss of step 1 (next batch) "
-                   "and stop before its update; N > 2: also the loss and lr of each of the first N steps (torch), "
+                   "and stop before its update; N > 2: also the loss and lr of each of the first N steps (torch; "
+                   "MindSpore Model.train and TrainOneStepCell, GRAPH mode too; every rank's under torchrun), "
                    "compared step by step.")
 @click.option("--continue", "keep_going", is_flag=True,
               help="Let the job run on after the capture (every hook is removed after it).")

@@ -30,3 +30,9 @@ class StepProbe(Probe):
     def set_extra(self, key: str, value: Any) -> None:
         if self._fingerprint.optimizer is not None:
             self._fingerprint.optimizer.extra[key] = value
+
+    def add_steps(self, losses: list[float], lrs: list[list[float]], unrecorded: str | None = None) -> None:
+        """`--steps N`: the loss and every group's lr of each step this process ran (and why not N)."""
+        if self._step is not None:
+            self._step.losses, self._step.lrs = list(losses), [list(row) for row in lrs[: len(losses)]]
+            self._step.steps_unrecorded = unrecorded

@@ -53,6 +53,7 @@ class TorchStepObserver:
         self.stepped = False  # step 0 recorded, waiting for the later steps' losses
         self.step_losses: list[float] = []  # each step's loss (--steps N > 2)
         self.step_lrs: list[list[float]] = []  # each step's lr per group, as the step uses it
+        self.unrecorded: str | None = None  # why fewer steps than asked for were recorded
         self._batch: Any = None
         self._ready: Fingerprint | None = None
         self.done = False
@@ -258,11 +259,25 @@ class TorchStepObserver:
         if len(self.step_losses) >= self.steps:
             self._finish()
 
+    def end(self) -> None:
+        """The program ends with step 0 recorded but fewer steps run than asked for: the fingerprint
+        is handed on with the steps recorded, saying so. The ranks of a distributed run can no
+        longer merge their parts then (the process group may be gone): that is said as the failure."""
+        if self.done or not self.stepped:
+            return
+        why = f"the training ended after {len(self.step_losses)} of the {self.steps} steps asked for"
+        if getattr(self.probe, "_run", None) is not None:
+            self._broken(FingerprintError(f"{why}; the ranks' parts cannot be merged at exit: capture with --steps "
+                                          f"{len(self.step_losses)} or fewer"))
+            return
+        self.unrecorded = why
+        self._guarded(self._finish)
+
     def _finish(self) -> None:
         self.done = True
+        if self.steps > 2:  # before the ranks' parts are merged, so every rank's losses are kept
+            self.probe.add_steps(self.step_losses, self.step_lrs, self.unrecorded)
         self._ready = self.probe.fingerprint()
-        if self.steps > 2 and self._ready.step is not None:
-            self._ready.step.losses, self._ready.step.lrs = self.step_losses, self.step_lrs
         self.uninstall()
 
     def _release_forward(self) -> None:

@@ -20,6 +20,7 @@ from acclint.runtime_checks.model.ranks import world_sizes
 from acclint.runtime_checks.model.fingerprint import FORMAT_VERSION, Fingerprint, OptimizerGroup, TensorRecord
 from acclint.runtime_checks.distributed.rank_files import load
 from acclint.runtime_checks.compare.batch_split import same_samples_split_differently
+from acclint.runtime_checks.compare.rank_steps import compare_ranks, first_divergence
 from acclint.runtime_checks.compare.forward_compare import (
     DEFAULT_ACTIVATION_RTOL,
     ForwardComparison,
@@ -266,7 +267,10 @@ class _Comparer:
         self.common = [n for n in left.params if n in right.params]
         self.common_state = [n for n in left.state if n in right.state]
         self.forward = ForwardComparison(left.forward, right.forward, activation_rtol, atol)
-        self.forward.views_differ = _forward_views_differ(left.fp, right.fp)
+        self.split = self._split()
+        self.forward.views_differ = _forward_views_differ(left.fp, right.fp) or (
+            f"not compared: the same samples are split differently ({self.split}), so each module's outputs "
+            "are of other micro-batches; data, loss and gradients cover the whole step" if self.split else None)
         self.with_mindspore = "mindspore" in (left.fp.framework, right.fp.framework)
         self.seed = self._seed_difference()
         self.different_models = self._different_models()
@@ -294,14 +298,29 @@ class _Comparer:
             outcome = StageOutcome(stage)
             checks[stage](outcome)
             self._say_what_the_format_lacks(stage, outcome)
+            outcomes[stage] = outcome
+        self._split_alone(outcomes)
+        for stage, outcome in outcomes.items():  # in stage order: a cause is known before what follows it
             for mismatch in outcome.mismatches:
                 mismatch.stage = stage
                 if mismatch.consequence_of is None:
                     mismatch.consequence_of = self._upstream_cause(stage, mismatch, outcomes)
                 if mismatch.consequence_of is None and self.seed is not None and stage in SEED_FEEDS:
                     mismatch.consequence_of = "env"
-            outcomes[stage] = outcome
         return list(outcomes.values())
+
+    def _split_alone(self, outcomes: dict[str, StageOutcome]) -> None:
+        """The same samples split differently, with the step-0 loss and gradients equal (each micro-batch's
+        loss scaled by its share, no BatchNorm): the step is the same, and the split is said in the data
+        stage, not held against the run. Loss or gradients that differ keep it as the cause they follow from."""
+        data = outcomes["data"]
+        if not self.split or [m.name for m in data.mismatches] != ["<split>"]:
+            return
+        if any(outcomes[stage].mismatches or not outcomes[stage].compared_fully for stage in ("loss", "grads")):
+            return
+        data.mismatches = []
+        data.summary = (f"the same samples, split differently: {self.split} (step-0 loss and gradients equal, so "
+                        "the split changes nothing in the step)")
 
     def _say_what_the_format_lacks(self, stage: str, outcome: StageOutcome) -> None:
         """A stage an older fingerprint format did not record says so, and how to get it."""
@@ -366,7 +385,7 @@ class _Comparer:
         check_data(outcome, left.batch, right.batch, self.hashes_differ(), self.rtol, self.atol)
         if not outcome.mismatches or self.hashes_differ() or left.batch is None or right.batch is None:
             return
-        split = same_samples_split_differently(left.batch, right.batch, left.world_size, right.world_size)
+        split = self.split
         if split is not None:  # the same samples: not "different data", but a split of its own
             outcome.mismatches = [Mismatch(
                 "batch", "<split>", None, None,
@@ -374,6 +393,13 @@ class _Comparer:
                 "follow when each micro-batch's loss is scaled by its share; BatchNorm statistics do not)",
             )]
             outcome.summary = f"the same samples, split differently: {split}"
+
+    def _split(self) -> str | None:
+        """How the two sides split the same samples of the first step, when they do."""
+        left, right = self.left.fp, self.right.fp
+        if self.hashes_differ() or left.batch is None or right.batch is None:
+            return None
+        return same_samples_split_differently(left.batch, right.batch, left.world_size, right.world_size)
 
     # ------------------------------------------------------------------ helpers
     def hashes_differ(self) -> str | None:
@@ -710,12 +736,16 @@ class _Comparer:
     # ------------------------------------------------------------------ later steps (--steps N)
     def check_steps(self, outcome: StageOutcome) -> None:
         """The first step whose lr, then whose loss, differs. Losses after updates carry float noise
-        that each update amplifies: they are compared within update_rtol (atol as everywhere)."""
+        that each update amplifies: they are compared within update_rtol (atol as everywhere). Each
+        rank's own losses are compared too where both sides ran the same ranks (`rank_steps`)."""
         ls, rs = self.left.fp.step, self.right.fp.step
-        missing = [side for side, step in (("left", ls), ("right", rs)) if step is None or not step.losses]
+        sides = (("left", ls), ("right", rs))
+        missing = [side for side, step in sides if step is None or not step.losses]
+        unrecorded = [f"{side}: {step.steps_unrecorded}" for side, step in sides if step and step.steps_unrecorded]
         if missing:
             outcome.skipped = (f"not recorded: one step captured on the {' and the '.join(missing)} "
-                               "(acclint capture --steps N records the loss and lr of N steps)")
+                               "(acclint capture --steps N records the loss and lr of N steps)"
+                               + (f"; {'; '.join(unrecorded)}" if unrecorded else ""))
             return
         count = min(len(ls.losses), len(rs.losses))
         lr_step = self._first_lr_difference(ls.lrs or [], rs.lrs or [], count)
@@ -726,20 +756,26 @@ class _Comparer:
                 f"the lr first differs at step {k}: {_show_lrs(a)} on the left, {_show_lrs(b)} on the right"
                 + (f" ({_steps_before(k)} the same)" if k else "") + ": the lr schedule differs",
             ))
-        for k in range(count):
+        tolerance = f"rtol {self.update_rtol:g} / atol {self.atol:g}"
+        k = first_divergence(ls.losses, rs.losses, lambda x, y: self.close(x, y, self.update_rtol))
+        if k is not None:
             a, b = ls.losses[k], rs.losses[k]
-            if self.close(a, b, self.update_rtol):
-                continue
             rel = abs(a - b) / max(abs(a), abs(b)) if max(abs(a), abs(b)) else math.inf
             outcome.mismatches.append(Mismatch(
                 "loss", f"loss-step-{k}", a, b,
                 f"the loss first diverges at step {k}: {a:.8g} vs {b:.8g} (relative difference {rel:.2e}, beyond "
-                f"rtol {self.update_rtol:g} / atol {self.atol:g})" + (f"; {_steps_before(k)} match" if k else ""),
+                f"{tolerance})" + (f"; {_steps_before(k)} match" if k else ""),
                 consequence_of="optimizer-hparam" if lr_step is not None and lr_step[0] <= k else None,
             ))
-            break
-        shorter = "" if len(ls.losses) == len(rs.losses) else f"; {len(ls.losses)} vs {len(rs.losses)} steps recorded"
-        outcome.summary = f"loss and lr of {count} steps (rtol {self.update_rtol:g}){shorter}"
+        by_rank, ranks = compare_ranks(self.left.fp, self.right.fp,
+                                       lambda x, y: self.close(x, y, self.update_rtol), tolerance)
+        if by_rank is not None and k is None:  # the mean holds: a rank's own drift is the finding
+            by_rank.consequence_of = "optimizer-hparam" if lr_step is not None else None
+            outcome.mismatches.append(by_rank)
+        said = [] if len(ls.losses) == len(rs.losses) else [f"{len(ls.losses)} vs {len(rs.losses)} steps recorded"]
+        said += [text for text in (ranks, *unrecorded) if text]
+        outcome.summary = (f"loss and lr of {count} steps (rtol {self.update_rtol:g})"
+                           + "".join(f"; {text}" for text in said))
 
     @staticmethod
     def _first_lr_difference(left: list[list[float]], right: list[list[float]],

@@ -34,7 +34,7 @@ HINTS = {
     "grads": "the gradients differ: the backward pass differs; start at the first diverging parameter",
     "update": "the update differs: the optimizer implementation (eps placement, bias correction, fused kernels) "
     "or loss scaling",
-    "steps": "step 0 matches but a later step does not: the lr schedule (warmup, decay) if the lr differs, "
+    "steps": "a later step differs: the lr schedule (warmup, decay) if the lr differs, "
     "else the data of later steps, dropout, or float noise the updates amplify",
     "env": "numerics settings differ: deterministic algorithms or TF32/HF32 flags",
 }

@@ -235,7 +235,29 @@ def _merge_step(parts: list[RankPart], logical: list[Logical]) -> StepRecord | N
         grad_norms=grad_norms,
         loss_after_step=_last_stage_loss([s.loss_after_step for s in steps], "loss after the step", required=False),
         update_norms=updates,
+        **_merge_later_steps(steps),
     )
+
+
+def _merge_later_steps(steps: list[StepRecord]) -> dict[str, Any]:
+    """`--steps N` of every rank: each rank's losses kept (`rank_losses`), and per step the loss of the
+    whole batch as `losses` (the ranks' mean, as the data-parallel gradient averages them). The lr is
+    rank 0's: the optimizer groups are checked equal on every rank."""
+    recorded = [step.losses for step in steps if step.losses]
+    if not recorded:
+        return {}
+    count = min(len(losses) for losses in recorded)
+    merged = {
+        "losses": [_last_stage_loss([losses[k] for losses in recorded], f"step-{k} loss") for k in range(count)],
+        "lrs": steps[0].lrs[:count] if steps[0].lrs else steps[0].lrs,
+        "rank_losses": [list(step.losses or []) for step in steps],
+    }
+    unrecorded = [f"rank {rank}: {step.steps_unrecorded}" for rank, step in enumerate(steps) if step.steps_unrecorded]
+    if len(recorded) < len(steps):
+        unrecorded.append(f"{len(steps) - len(recorded)} of {len(steps)} ranks recorded no loss "
+                          "(pipeline stages before the last)")
+    merged["steps_unrecorded"] = "; ".join(unrecorded) or None
+    return merged
 
 
 def _names(steps: list[StepRecord], attribute: str) -> set[str]:

@@ -105,6 +105,10 @@ class StepRecord:
     # batch) and the lr of every optimizer group at each step, as the step used it. None: not recorded.
     losses: list[float] | None = None
     lrs: list[list[float]] | None = None
+    # Several data-parallel ranks: each rank's own losses (index = rank); `losses` is their mean per step.
+    rank_losses: list[list[float]] | None = None
+    # What `--steps N` did not record, and why (a run that ended first, a step whose output is no loss).
+    steps_unrecorded: str | None = None
 
 
 @dataclass
@@ -376,6 +380,9 @@ class _Reader:
             step_kept=item.get("step_kept"),
             losses=None if item.get("losses") is None else [self.number(v, "losses") for v in item["losses"]],
             lrs=None if item.get("lrs") is None else [[self.number(v, "lrs") for v in row] for row in item["lrs"]],
+            rank_losses=None if item.get("rank_losses") is None else [
+                [self.number(v, "rank_losses") for v in row] for row in item["rank_losses"]],
+            steps_unrecorded=item.get("steps_unrecorded"),
         )
 
 

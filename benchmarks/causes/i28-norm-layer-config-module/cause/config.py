@@ -1,0 +1,6 @@
+"""Layer choices of the port, shared by every model file."""
+
+from mindspore import nn
+
+NORM_LAYER = nn.LayerNorm
+ACT_LAYER = nn.ReLU
