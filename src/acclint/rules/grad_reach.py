@@ -73,15 +73,24 @@ def _bound_inside(facts: FileFacts, block: Block) -> set:
     return names
 
 
-def _window_start(facts: FileFacts, block: Block) -> int:
-    """From where the region's results can be read: after it, or anywhere in the outermost `for` loop around
-    it (the next iteration reads them); anywhere in the function when it runs in a `while` loop (no block)."""
-    loops = [b for b in facts.blocks if b.kind == "for" and b.scope == block.scope
-             and b.start < block.start and block.end <= b.end]
+def _window_start(facts: FileFacts, where) -> int:
+    """From where what a region (a Block) or a call computes can be read: after it, or anywhere in the
+    outermost `for` loop around it (the next iteration reads it); anywhere in the function when it runs in
+    a `while` loop (no block)."""
+    start, end = (where.start, where.end) if isinstance(where, Block) else (where.order, where.order + 1)
+    head = where.head_end if isinstance(where, Block) else end
+    loops = [b for b in facts.blocks if b.kind == "for" and b.scope == where.scope and b.start < start and end <= b.end]
     if loops:
         return min(b.start for b in loops)
-    in_loop = any(c.in_loop for c in facts.calls if c.scope == block.scope and block.start < c.order < block.end)
-    return -1 if in_loop else block.start
+    in_loop = any(c.in_loop for c in facts.calls if c.scope == where.scope and start <= c.order < head)
+    return -1 if in_loop else start
+
+
+def _bound_next_of(facts: FileFacts, call: Call) -> set:
+    """`a, b = f(...)`: the names a call's result is unpacked into (the call records no sink)."""
+    if call.sinks:
+        return set()
+    return _bound_next([a for a in facts.name_assignments if a.scope == call.scope], call.order)
 
 
 def _follow(facts: FileFacts, scope: str, tainted: set, depth: int, inside: Optional[Block] = None,
@@ -109,6 +118,8 @@ def _follow(facts: FileFacts, scope: str, tainted: set, depth: int, inside: Opti
             if _escapes(call.sinks):
                 return Reach(UNKNOWN, f"line {_line(facts, call.node)} stores it")
             tainted.update(_sink_names(call.sinks))
+            if not call.sinks:  # `a, b = f(x)` records no sink: the names bound next may hold its result
+                tainted.update(_bound_next(assignments, call.order))
             if call.method in _STORING:
                 container = _receiver_name(call)
                 if container == "self":
@@ -129,8 +140,20 @@ def _follow(facts: FileFacts, scope: str, tainted: set, depth: int, inside: Opti
         if any(_names(r.value) & tainted for r in returns):
             return _through_callers(facts, scope, "returns it", depth)
         if len(tainted) == before:
-            return Reach(UNREACHED, f"what it computes ({', '.join(sorted(tainted)[:3])}) reaches no "
-                                    f"backward in {_where(scope)}")
+            break
+    # Augmented and item assignments (`total += loss`, `losses[i] = loss`) leave no fact to follow: a
+    # gradient taken where the results may still be read could use them.
+    later = next((c for c in calls if _is_gradient(c, functions)), None)
+    if later is not None:
+        return Reach(UNKNOWN, f"{later.callee} at line {_line(facts, later.node)} may read what it computes")
+    return Reach(UNREACHED, f"what it computes ({', '.join(sorted(tainted)[:3])}) reaches no backward in "
+                            f"{_where(scope)}")
+
+
+def _bound_next(assignments: list, order: int) -> set:
+    """The names of the first assignment after `order` (all targets of a tuple unpacking)."""
+    later = [a.order for a in assignments if a.order > order]
+    return {a.name for a in assignments if later and a.order == min(later)}
 
 
 def _through_callers(facts: FileFacts, scope: str, how: str, depth: int) -> Reach:
@@ -145,7 +168,8 @@ def _through_callers(facts: FileFacts, scope: str, how: str, depth: int) -> Reac
         elif _escapes(site.sinks):
             found = Reach(UNKNOWN, f"line {_line(facts, site.node)} stores what {name} returns")
         else:
-            found = _follow(facts, site.scope, set(_sink_names(site.sinks)), depth - 1)
+            found = _follow(facts, site.scope, set(_sink_names(site.sinks)) | _bound_next_of(facts, site),
+                            depth - 1, since=_window_start(facts, site))
         if found.state != UNREACHED:
             return found
     return Reach(UNREACHED, f"{_where(scope)} {how} only to callers where it reaches no backward")

@@ -13,7 +13,7 @@ from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
 from acclint.linter.frameworks import program_loads_transfer_to_npu
 from acclint.linter.rulebase import Example, Rule, RuleDoc
-from acclint.rules.grad_reach import REACHED, UNREACHED, region_reach, with_region
+from acclint.rules.grad_reach import UNREACHED, region_reach, with_region
 from acclint.rules.flow import calls_named, calls_with_method, mentions_any, receiver, value_of
 
 _NPU_PREFIXES = ("torch_npu", "torch.npu", "mindspeed")
@@ -432,14 +432,13 @@ def _cuda_only(mentions: frozenset) -> bool:
 
 
 def _autocast_material(facts: FileFacts, call: Call) -> tuple:
-    """Whether the autocast region's results reach a backward (rules.grad_reach): the `material`
-    premise, stated only where the file shows it either way."""
+    """The `material` premise, disproven where every use of what the autocast region computes is followed
+    and none reaches a backward (rules.grad_reach); not stated otherwise."""
     block = with_region(facts, call)
     if block is None:
         return ()
+    # A region whose results may reach a gradient (followed over-approximately) leaves the premise unstated.
     reach = region_reach(facts, block)
-    if reach.state == REACHED:
-        return (Premise("material", True, f"what the autocast region computes reaches {reach.evidence}"),)
     if reach.state == UNREACHED:
         return (Premise("material", False, f"the autocast region only evaluates: {reach.evidence}, so it does "
                                            "not change the trained weights"),)
