@@ -819,6 +819,16 @@ class HcclDeterministicUnset(ProgramRule):
         ),
     )
     valid = (
+        Example.script("""
+            import mindspore as ms
+            from mindspore import nn
+            from mindspore.communication import init
+
+            ms.set_context(deterministic="ON")
+            init("nccl")  # the GPU back end: no HCCL in this run
+            net = nn.Dense(3, 1)
+            grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
+        """, "MindSpore data parallel on GPUs: init('nccl')"),
         Example(
             {
                 "train.py": _DUAL_DEVICE_MS_TRAIN.replace('if args.run_distribute == "True":',
@@ -833,16 +843,6 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "a standalone launch: one process with RANK_SIZE=1 is a one-card run",
         ),
-        Example.script("""
-            import mindspore as ms
-            from mindspore import nn
-            from mindspore.communication import init
-
-            ms.set_context(deterministic="ON")
-            init("nccl")  # the GPU back end: no HCCL in this run
-            net = nn.Dense(3, 1)
-            grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
-        """, "MindSpore data parallel on GPUs: init('nccl')"),
         Example(
             {
                 "train.py": """
