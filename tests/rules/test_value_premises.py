@@ -281,6 +281,19 @@ def test_embedding_init_replaced_only_under_a_flag_is_unproven(here):
     assert evidence.startswith("a checkpoint loaded by `ms.load_param_into_net` at train.py:13 under `if args.pretrained`")
 
 
+def test_embedding_of_a_model_with_an_initializer_range_is_unproven(here):
+    """A BERT-like model initialises embeddings with N(0, initializer_range) in its PyTorch reference: torch's
+    N(0, 1) is not the value a port must match."""
+    model = EMBEDDING_MODEL.replace("def __init__(self):", "def __init__(self, initializer_range=0.02):")
+    found = scan(here, {"model.py": model, "train.py": EMBEDDING_TRAIN.format(load="pass")}, "ACL705")
+    finding = found[("ACL705", 7)]
+    assert premise(finding, "material") == {
+        "premise": "material", "proven": False,
+        "evidence": "the model carries `initializer_range` (line 5): its PyTorch reference initialises embeddings "
+                    "with N(0, initializer_range), not torch's N(0, 1)"}
+    assert finding["severity"] == "info"
+
+
 NUMPY_INIT_MODEL = """
     import numpy as np
     import mindspore as ms

@@ -831,6 +831,20 @@ class HcclDeterministicUnset(ProgramRule):
         """, "MindSpore data parallel on GPUs: init('nccl')"),
         Example(
             {
+                "train.py": _DUAL_DEVICE_MS_TRAIN.replace('if args.run_distribute == "True":',
+                                                          'if int(os.environ.get("RANK_SIZE", 1)) > 1:')
+                .replace("import argparse", "import argparse\n    import os"),
+                "run_standalone_train.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=1
+                    export DEVICE_ID=0
+                    python -u train.py --device_target Ascend > log.txt 2>&1 &
+                """,
+            },
+            "a standalone launch: one process with RANK_SIZE=1 is a one-card run",
+        ),
+        Example(
+            {
                 "train.py": """
                     import torch
 
@@ -1000,9 +1014,9 @@ class HcclDeterministicUnset(ProgramRule):
             return
         # Never blamed on a launch that selects another device (a single-process GPU script).
         launches = npu_launch or [(launch, _ascend_evidence(shell)) for shell, launch in ctx.program.launches
-                                  if _other_device(launch) is None]
+                                  if _other_device(launch) is None and not _one_card(launch)]
         if not launches and ctx.program.launches:
-            return  # every launch of it runs on another device
+            return  # every launch of it runs on another device, or on one card
         opt_in = facts.optional_effects.get("hccl-deterministic")
         for launch, evidence in launches:
             ctx.report_shell(self, launch.span, self._message(evidence, opt_in), fix="export HCCL_DETERMINISTIC=true",
@@ -1043,6 +1057,14 @@ def _other_device(launch) -> Optional[str]:
         if any(word in name.lower() for word in words) and (flag.value or "").strip("'\"").lower() in devices:
             return f"--{name} {flag.value}"
     return None
+
+
+def _one_card(launch) -> bool:
+    """A single-process launch that sets the world size to 1 (npu_launch.toml): HCCL reduces nothing."""
+    env = launch.effective_env()
+    return not _multi_process(launch) and any(
+        (entry := env.get(name)) is not None and (entry.value or "").strip("'\"") == "1"
+        for name in table("npu_launch")["world_size_env"])
 
 
 def _multi_process(launch) -> bool:

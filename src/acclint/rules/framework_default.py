@@ -21,7 +21,7 @@ from acclint.rules.loss_labels import on_purpose, one_hot_labels
 from acclint.rules.param_groups import optimizer_parameters
 from acclint.rules.program_facts import ProgramFacts
 from acclint.rules.values import number
-from acclint.rules.weights_replaced import initial_value_matters, replaced
+from acclint.rules.weights_replaced import initial_value_matters, reference_init, replaced
 
 
 @lru_cache(maxsize=None)
@@ -83,6 +83,8 @@ class MindSporeDefault(Rule):
         Rules that follow the value further than the call (groups, labels, a converted probability)
         override this and state a `value` or `material` premise."""
         problem = self.problem(call, entry)
+        if problem and _chosen_beside(facts, call, entry):
+            return None
         return (problem, ()) if problem else None
 
     def check_file(self, ctx: FileContext) -> None:
@@ -107,6 +109,23 @@ class MindSporeDefault(Rule):
             problem, premises = judged
             yield (f"`{call.callee}`{built_through(facts, call)} with {problem}: MindSpore uses {entry['mindspore']}; "
                    f"PyTorch uses {entry['torch']}.", built_premises(facts, call, premises))
+
+
+def _chosen_beside(facts: FileFacts, call: Call, entry: dict) -> bool:
+    """The default is one choice of a mapping that also holds the API with the argument written
+    (`{"gelu": nn.GELU(False), "gelu_approximate": nn.GELU()}`), or the fallback of a lookup in such a
+    mapping (`activation_map.get(name, nn.GELU())`): the author tells the forms apart on purpose."""
+    mappings = {s.split(":", 1)[1] for s in call.sinks if s.startswith("name:")}
+    lookups = {s.split(":", 1)[1].rsplit(".", 1)[0] for s in call.sinks if s.startswith("arg:") and s.endswith(".get")}
+    if any(other is not call and any(f"name:{m}" in other.sinks for m in mappings | lookups)
+           and _given(other, entry["keyword"], entry.get("position"))
+           for other in calls_named(facts, frozenset(entry["apis"]))):
+        return True
+    # A lookup whose mapping holds the project's own implementation of the op (`{"gelu": GELU()}`): the
+    # library default is only the fallback for names the mapping lacks.
+    names = {api.rsplit(".", 1)[-1] for api in entry["apis"]}
+    return any(other.callee in names and not other.names & frozenset(entry["apis"])
+               and any(f"name:{m}" in other.sinks for m in lookups) for other in facts.calls)
 
 
 def _doc(what: str, why: str, fix: str, key: str) -> RuleDoc:
@@ -252,7 +271,33 @@ class GeluApproximate(MindSporeDefault):
         from mindspore import nn
 
         act = nn.GELU(approximate=False)
-    """),)
+    """), Example.script("""
+        from mindspore import nn
+
+        ACTIVATIONS = {
+            "gelu": nn.GELU(False),
+            "gelu_approximate": nn.GELU(),
+        }
+
+
+        def activation(name):
+            return ACTIVATIONS.get(name, nn.GELU())
+    """, "a mapping that offers both forms by name, and its fallback: the default is chosen on purpose"),
+        Example.script("""
+            from mindspore import nn, ops
+
+
+            class GELU(nn.Cell):
+                def construct(self, x):
+                    return 0.5 * x * (1.0 + ops.erf(x / 1.41421))
+
+
+            ACTIVATIONS = {"relu": nn.ReLU(), "gelu": GELU()}
+
+
+            def activation(name):
+                return ACTIVATIONS.get(name, nn.GELU())
+        """, "the lookup's mapping holds the project's own exact GELU: the library default is only a fallback"))
 
 
 class DropoutKeepProb(MindSporeDefault):
@@ -416,7 +461,14 @@ class EmbeddingInit(MindSporeDefault):
     def judge(self, facts: FileFacts, call: Call, entry: dict) -> Optional[tuple]:
         judged = super().judge(facts, call, entry)
         found = replaced(((facts, c) for c in facts.calls if not c.flag_guards), "embedding_table")
-        return None if found is not None else judged  # the file itself replaces the table on every run
+        if found is not None or judged is None:
+            return None  # the file itself replaces the table on every run
+        reference = reference_init(facts, frozenset(entry["reference_init_names"]))
+        if reference is None:
+            return judged
+        return judged[0], (Premise("material", False, f"the model carries `{reference[0]}` (line {reference[1]}): "
+                                                      "its PyTorch reference initialises embeddings with N(0, "
+                                                      f"{reference[0]}), not torch's N(0, 1)"),)
 
     def prove_premise(self, name: str, finding, facts: FileFacts, programs: list, project) -> Optional[Premise]:
         """`material`: the initial table reaches training unless the program loads a checkpoint or sets it."""

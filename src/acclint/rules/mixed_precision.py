@@ -7,11 +7,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Optional
 
+from acclint.findings import Premise
 from acclint.knowledge import table
 from acclint.linter.context import FileContext, ProgramContext
 from acclint.linter.facts import Call, FileFacts, Value
 from acclint.linter.frameworks import program_loads_transfer_to_npu
 from acclint.linter.rulebase import Example, Rule, RuleDoc
+from acclint.rules.grad_reach import UNREACHED, region_reach, with_region
 from acclint.rules.flow import calls_named, calls_with_method, mentions_any, receiver, value_of
 
 _NPU_PREFIXES = ("torch_npu", "torch.npu", "mindspeed")
@@ -124,7 +126,19 @@ def _has_scaler(facts: FileFacts) -> bool:
         text = ((target.dotted or target.base or "") if target is not None else "").lower()
         if any(h in text for h in hints):
             return True
-    return any(a.keyword in ("loss_scale_manager", "loss_scale") for c in facts.calls for a in c.args)
+    keywords = frozenset(mp_table()["scale_keywords"])
+    return any(a.keyword in keywords for c in facts.calls for a in c.args) or _loss_times_scale(facts, hints)
+
+
+def _loss_times_scale(facts: FileFacts, hints: tuple) -> bool:
+    """A value multiplied by a loss scale (`scaled = loss * self.loss_scale`), or a loss handed to an
+    object named as a scaler (`loss_scaler(loss, optimizer)`): the file scales by hand."""
+    for assignment in facts.name_assignments:
+        value = assignment.value
+        if value.op == "*" and any(any(h in (o.dotted or "").lower() for h in hints) for o in value.operands):
+            return True
+    return any(call.args and any(h in call.callee.rsplit(".", 1)[-1].lower() for h in hints)
+               for call in facts.calls if not call.callee.startswith("?"))
 
 
 def _is_test_file(facts: FileFacts) -> bool:
@@ -251,6 +265,49 @@ class Fp16WithoutLossScaling(Rule):
                 optimizer.backward(loss)  # the wrapper's class scales the loss, in another module
                 optimizer.step()
         """, "the loss handed to an object's backward(loss), which owns the scaling"),
+        Example.script("""
+            import torch
+            from timm.utils import NativeScaler
+
+            model = torch.nn.Linear(8, 8).npu()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            loss_scaler = NativeScaler()
+            for x in [torch.randn(4, 8).npu()]:
+                with torch.autocast(device_type="npu", dtype=torch.float16):
+                    loss = model(x).pow(2).mean()
+                if loss_scaler is not None:
+                    loss_scaler(loss, optimizer)  # timm's NativeScaler owns a GradScaler
+                else:
+                    loss.backward()
+                    optimizer.step()
+        """, "a library's scaler object the loss is handed to (timm NativeScaler)"),
+        Example.script("""
+            import torch
+
+
+            class Fp16Hook:
+                def __init__(self, loss_scale=512.0):
+                    self.loss_scale = loss_scale
+
+                def after_train_iter(self, runner):
+                    runner.model.half()
+                    scaled_loss = runner.outputs["loss"] * self.loss_scale
+                    scaled_loss.backward()
+                    runner.optimizer.step()
+        """, "the loss multiplied by a static loss scale before backward (an fp16 optimizer hook)"),
+        Example.script("""
+            import torch
+            from apex.optimizers import FP16_Optimizer
+
+            model = torch.nn.Linear(8, 8).npu()
+            model.half()
+            optimizer = FP16_Optimizer(torch.optim.SGD(model.parameters(), lr=0.1), dynamic_loss_scale=True)
+            loss = model(torch.randn(4, 8).npu().half()).sum()
+            if optimizer is not None:
+                optimizer.backward(loss)
+            else:
+                loss.backward()
+        """, "apex's FP16_Optimizer scales the loss it is handed"),
     )
 
     def check_file(self, ctx: FileContext) -> None:
@@ -374,6 +431,20 @@ def _cuda_only(mentions: frozenset) -> bool:
     return cuda and not any("npu" in t for t in texts)
 
 
+def _autocast_material(facts: FileFacts, call: Call) -> tuple:
+    """The `material` premise, disproven where every use of what the autocast region computes is followed
+    and none reaches a backward (rules.grad_reach); not stated otherwise."""
+    block = with_region(facts, call)
+    if block is None:
+        return ()
+    # A region whose results may reach a gradient (followed over-approximately) leaves the premise unstated.
+    reach = region_reach(facts, block)
+    if reach.state == UNREACHED:
+        return (Premise("material", False, f"the autocast region only evaluates: {reach.evidence}, so it does "
+                                           "not change the trained weights"),)
+    return ()
+
+
 class AutocastCudaOnNpu(Rule):
     code = "ACL603"
     name = "autocast-cuda-on-npu"
@@ -384,7 +455,9 @@ class AutocastCudaOnNpu(Rule):
         what="Reports, in a training program that uses torch_npu and does not import "
         "`torch_npu.contrib.transfer_to_npu`, an autocast whose `device_type` is the literal \"cuda\" "
         "(`torch.autocast('cuda')`, `torch.cuda.amp.autocast()`), or a name assigned from a test that knows only "
-        "cuda and cpu (`'cuda' if torch.cuda.is_available() else 'cpu'`).",
+        "cuda and cpu (`'cuda' if torch.cuda.is_available() else 'cpu'`). Its `material` premise says whether "
+        "what the region computes reaches a backward: a region that only generates validation images or runs "
+        "inference after training does not change the trained weights.",
         why="autocast only changes ops of the device type it names. On an NPU host `torch.cuda.is_available()` is "
         "False, so the test picks 'cpu' and the NPU ops run in fp32 while the GPU run used fp16/bf16: a silent "
         "precision (and speed) difference. A literal 'cuda' autocast likewise leaves NPU ops in fp32 unless "
@@ -491,7 +564,7 @@ class AutocastCudaOnNpu(Rule):
             return
         for facts in files:
             for call, message, fix in self._findings(facts):
-                ctx.report(self, facts, call.node, message, fix=fix)
+                ctx.report(self, facts, call.node, message, fix=fix, premises=_autocast_material(facts, call))
 
     @staticmethod
     def _findings(facts: FileFacts):

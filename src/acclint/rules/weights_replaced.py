@@ -92,3 +92,18 @@ def draws_replaced(ctx, usage: str) -> Optional[Premise]:
         return Premise("material", False, f"{said} under `if {load.fact.flag_guards[-1].dotted}` replaces them in "
                                           "runs that set it")
     return Premise("material", False, f"{said} replaces them before training")
+
+
+def reference_init(facts, names: frozenset) -> Optional[tuple]:
+    """(name, line) of a model-wide initialiser scale the file takes or reads (`initializer_range=0.02`,
+    `config.initializer_range`): the model initialises its weights from it rather than a layer default."""
+    for function in facts.functions.values():
+        for param in function.params:
+            if param in names:
+                return param, facts.spans[function.node].line
+    for call in facts.calls:
+        for arg in call.args:
+            last = (arg.value.dotted or "").rsplit(".", 1)[-1]
+            if last in names:
+                return arg.value.dotted, facts.spans[call.node].line
+    return None
