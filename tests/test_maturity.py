@@ -84,6 +84,7 @@ def preview_rule_set(monkeypatch):
     rules = [_PreviewBenchmark() if rule.code == "ACL202" else rule for rule in all_rules()]
     monkeypatch.setattr(cli, "_all_rules", lambda: rules)
     monkeypatch.setattr("acclint.linter.maturity.precision_table", lambda: {})
+    monkeypatch.setattr("acclint.linter.maturity.proven_table", lambda: {})
 
 
 def _codes(tmp_path, *args):
@@ -110,6 +111,7 @@ def test_scan_runs_preview_rules_when_the_config_says_so(tmp_path, preview_rule_
 
 def test_rule_list_and_page_show_maturity_and_precision(monkeypatch):
     monkeypatch.setattr("acclint.linter.maturity.precision_table", lambda: {"ACL202": _figures(7, 10)})
+    monkeypatch.setattr("acclint.linter.maturity.proven_table", lambda: {})  # measured before the proof split
     row = {r["code"]: r for r in json.loads(render_rule_list(all_rules(), fmt="json"))}["ACL202"]
     assert (row["maturity"], row["precision"]) == ("preview", "70% of 10 judged")
     page = render_rule_page(BENCHMARK)
@@ -155,3 +157,16 @@ def test_reload_reads_a_rewritten_table(monkeypatch, tmp_path):
     finally:
         monkeypatch.undo()
         maturity_module.reload()
+
+
+def test_unproven_findings_alone_never_decide_what_proven_ones_do():
+    stable_rule = type("R", (type(BENCHMARK),), {"maturity": "stable"})()
+    unproven_only = {stable_rule.code: Precision(judged=9, right=0, wrong=9, debatable=0)}
+    no_proven = {stable_rule.code: Precision(judged=0, right=0, wrong=0, debatable=0)}
+    # Nine unproven findings judged wrong, none proven: the declaration holds.
+    assert maturity(stable_rule, unproven_only, no_proven) == "stable"
+    # Without the proof split (an older table), every finding's figures decide as before.
+    assert maturity(stable_rule, unproven_only, {}) == "preview"
+    # A few proven findings (under MIN_JUDGED) leave all findings' figures to decide.
+    few = {stable_rule.code: Precision(judged=2, right=0, wrong=2, debatable=0)}
+    assert maturity(stable_rule, unproven_only, few) == "preview"

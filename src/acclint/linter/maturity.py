@@ -10,7 +10,9 @@ measured on three warnings says little), unless none of at least `MIN_JUDGED_NON
 Maturity is decided per rule and proof: a finding is proven when every premise it rests on is
 (findings.Premise). Where the corpus measured a rule's proven findings on their own (the table's
 `[CODE.proven]`), those figures decide, whatever its unproven findings measure: the rule runs by
-default and its unproven findings are advice (info, linter.engine.stand_on_premises).
+default and its unproven findings are advice (info, linter.engine.stand_on_premises). Where no proven
+finding was judged, the unproven ones do not decide either: the declaration holds. Fewer than
+`MIN_JUDGED` proven ones leave the figures of all its findings to decide, as the best evidence there is.
 """
 
 from __future__ import annotations
@@ -113,6 +115,10 @@ def maturity(rule, table: Optional[dict] = None, proven: Optional[dict] = None) 
     proven_figures = (proven_table() if proven is None and table is None else proven or {}).get(rule.code)
     if proven_figures is not None and proven_figures.decided >= MIN_JUDGED:
         return _decided(proven_figures)
+    if proven_figures is not None and not proven_figures.decided:
+        # Measured by proof, and no proven finding judged: the unproven ones (advice in a default run)
+        # say nothing of what a proven finding would be, so they neither promote nor demote the rule.
+        return declared
     figures = (precision_table() if table is None else table).get(rule.code)
     if figures is None:
         return declared
