@@ -170,3 +170,9 @@ def test_unproven_findings_alone_never_decide_what_proven_ones_do():
     # A few proven findings (under MIN_JUDGED) leave all findings' figures to decide.
     few = {stable_rule.code: Precision(judged=2, right=0, wrong=2, debatable=0)}
     assert maturity(stable_rule, unproven_only, few) == "preview"
+
+
+def test_figures_with_no_decided_verdict_say_so():
+    assert Precision(judged=2, right=0, wrong=0, debatable=2).describe() == "2 judged, all debatable"
+    assert Precision(judged=0, right=0, wrong=0, debatable=0).describe() == "none judged"
+    assert Precision(judged=12, right=9, wrong=1, debatable=2).describe() == "90% of 10 judged"

@@ -63,6 +63,8 @@ class Precision:
         return self.right / self.decided if self.decided else 0.0
 
     def describe(self) -> str:
+        if not round(self.decided):
+            return f"{self.judged:.0f} judged, all debatable" if round(self.judged) else "none judged"
         return f"{100 * self.ratio:.0f}% of {self.decided:.0f} judged"
 
 
