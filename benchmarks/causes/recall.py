@@ -140,9 +140,9 @@ def diff_side(tree: Path, expected: set) -> tuple:
     for mismatch in result.mismatches:
         if mismatch.key in expected:
             where = mismatch.right.where or mismatch.left.where  # a default has no line: show the other side's
-            path = Path(where.path).relative_to(tree).as_posix() if where and Path(where.path).is_absolute() else (
-                where.path if where else "")
-            hits.append((path, where.line if where else 0, mismatch.key, "warning", mismatch.message))
+            path = Path(where.path) if where else Path()
+            shown = path.relative_to(tree).as_posix() if path.is_absolute() else path.as_posix()
+            hits.append((shown, where.line if where else 0, mismatch.key, "warning", mismatch.message))
     return hits, result.problems
 
 

@@ -151,11 +151,12 @@ def _absent(side: Setup, settings: dict, key: str, counterpart: Optional[Setting
         composed = side.composed.get(key)
         written = f"not called; computed unfused ({composed})" if composed else "not called"
         return Setting(key, False, composed, origin="derived" if composed else "default", written=written)
-    if side.kind == "config" and side.library:
-        return default_setting(side.library, key)
-    library_default = default_setting(side.library, key) if side.kind == "folder" and side.library else None
-    if library_default is not None:
-        return library_default
+    if side.library and side.kind in ("config", "folder"):
+        # A library's config (alone, or in a folder) takes the library's default; a folder's key the
+        # library does not know may still be a launcher's flag, below.
+        library_default = default_setting(side.library, key)
+        if library_default is not None or side.kind == "config":
+            return library_default
     if side.kind not in ("launch", "folder"):
         return None
     launcher = side.launcher
