@@ -157,17 +157,8 @@ def _unrun_cell(program: Program, built: Step, project) -> Optional[str]:
     """Why a one-step training cell bound to a name is never run, or None: it runs when called, handed
     to local code (which may call it), or when it is not bound to a name (returned, passed on)."""
     name = built.fact.assigned_to
-    if not name:
+    if not name or _cell_runs(program, built, project, through_wrappers=False):
         return None
-    for step in program.flow[built.index + 1:]:
-        fact = step.fact
-        if not isinstance(fact, Call):
-            continue
-        if fact.callee == name:
-            return None
-        if any(arg.value.dotted == name for arg in fact.args) \
-                and project.local_target(step.file, fact.callee, fact.scope, {}) is not None:
-            return None
     return (f"the training cell `{name}` built at {where(built)} is never run: {program.entry.path} neither calls "
             "it nor reaches a training call (it is only built or compiled)")
 
@@ -184,7 +175,7 @@ def _idle_cell_method(program: Program, step: Step, project) -> Optional[str]:
         return None
     built = [s for s in program.flow if isinstance(s.fact, Call) and s.fact.assigned_to
              and _constructs(project, s, step.file, owner)]
-    if not built or any(_cell_runs(program, s, project) for s in built):
+    if not built or any(_cell_runs(program, s, project, through_wrappers=True) for s in built):
         return None
     return (f"the cell `{built[0].fact.assigned_to}` built at {where(built[0])} is never run: "
             f"{program.entry.path} neither calls it nor trains with what it hands it to, so its training step "
@@ -200,7 +191,10 @@ def _constructs(project, step: Step, file, owner: str) -> bool:
     return any(f.abspath == file.abspath and cls.qualname == owner for f, cls in chain)
 
 
-def _cell_runs(program: Program, built: Step, project) -> bool:
+def _cell_runs(program: Program, built: Step, project, through_wrappers: bool) -> bool:
+    """Does the program run the cell bound at `built`: call it, or hand it to local code (which may call it)?
+    `through_wrappers`: also when it hands it to a library wrapper it then uses for more than evaluating, or
+    whose result it does not keep (a library training loop of its own)."""
     name = built.fact.assigned_to
     evaluating = frozenset(_facts()[0]["evaluation_methods"])
     for step in program.flow[built.index + 1:]:
@@ -211,7 +205,11 @@ def _cell_runs(program: Program, built: Step, project) -> bool:
             return True
         if not any(arg.value.dotted == name for arg in fact.args):
             continue
-        if project.local_target(step.file, fact.callee, fact.scope, {}) is not None or not fact.assigned_to:
+        if project.local_target(step.file, fact.callee, fact.scope, {}) is not None:
+            return True
+        if not through_wrappers:
+            continue
+        if not fact.assigned_to:
             return True
         wrapper = fact.assigned_to + "."
         uses = [s.fact for s in program.flow[step.index + 1:] if isinstance(s.fact, Call)
