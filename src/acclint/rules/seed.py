@@ -14,7 +14,7 @@ from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, absence, absence_premise, at_entry_start, program_premises, where
 from acclint.rules.data_loading import loader_draws
 from acclint.rules.memo import per_flow
-from acclint.rules.program_facts import ProgramFacts, first_model_label
+from acclint.rules.program_facts import ProgramFacts, first_model_label, reached_use
 from acclint.rules.weights_replaced import draws_replaced
 from acclint.linter.documented import display_beside
 from acclint.rules.flags import documented_starts, passed_by_launch, runs_only_when
@@ -67,7 +67,8 @@ class UnseededGenerator(ProgramRule):
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         if self.generator in facts.seeded:
             return
-        use = facts.uses.get(self.used_by) if self.used_by else None
+        # The draw named is one the program's runs execute, where there is one (`reached_use`).
+        use, reached = reached_use(ctx, facts, self.used_by) if self.used_by else (None, None)
         # A dataset loaded in the main process draws there too, although the flow never enters its
         # `__getitem__` (the DataLoader calls it); draws in worker processes are ACL110's.
         loaded = None if use is not None or not self.used_by else next(
@@ -87,7 +88,7 @@ class UnseededGenerator(ProgramRule):
         replaced = draws_replaced(ctx, self.used_by) if use is not None else None
         self.report_absence(ctx, facts, message, f"call `{self.seed_call}` at the start of the entry point "
                             "(or a helper that does, e.g. transformers.set_seed)", severity, autofix,
-                            premises=(replaced,) if replaced is not None else ())
+                            premises=tuple(p for p in (reached, replaced) if p is not None))
 
 
 _NUMPY_DOC = RuleDoc(
