@@ -126,6 +126,13 @@ _ORDERS = {"gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lt": lambda a, 
 _PHRASED = frozenset({"truthy", "not-none", "equals", "differs"})
 
 
+def picks_mode(guard: FlagGuard) -> bool:
+    """A test that picks one of several modes rather than switching something on: `== "npu"`, `!= "gpu"`, a
+    number compared with anything but zero (`num_gpus > 1`). A default written in the code makes neither side
+    an opt-in; a number compared with zero (`mixup > 0`) is a switch, off at zero, as a truthy test is."""
+    return guard.form in ("equals", "differs") or (guard.form in _ORDERS and guard.value != 0)
+
+
 def _number(value: Any) -> Optional[float]:
     if isinstance(value, bool):
         return None
@@ -264,7 +271,7 @@ class RunConfig:
         if setting.value is NOT_LITERAL:
             return Branch(UNKNOWN, guard, f"runs only when {guard_text(guard)}, and {setting.describe()}: "
                                           "a value acclint cannot read", setting)
-        if setting.origin == "default" and guard.form in ("equals", "differs"):
+        if setting.origin == "default" and picks_mode(guard):
             return None  # `== "npu"` picks a branch: a code default makes neither side an opt-in
         taken = holds(guard, setting.value, setting.origin == "launch")
         if taken is None:
@@ -355,7 +362,8 @@ class RunConfig:
         setters = [f"{display}:{entry.line}" for display, entry, abspath in self._project_setters(parts)
                    if abspath not in loaded]
         default = known or self._code_default(guard, parts, file)
-        taken = holds(guard, default.value) if default is not None and default.value is not NOT_LITERAL else None
+        taken = holds(guard, default.value) if default is not None and default.value is not NOT_LITERAL \
+            and not (known is None and guard.form in _ORDERS and picks_mode(guard)) else None
         if not setters and taken is not None:
             if taken:
                 return Branch(TAKEN, guard, f"runs when {guard_text(guard)}: {default.describe()}", default)

@@ -419,6 +419,7 @@ def reached_use(ctx: ProgramContext, facts: ProgramFacts, name: str) -> tuple:
     config = run_config(ctx.project, ctx.program)
     entry = ctx.program.entry.path
     unknown = skipped = None
+    skips = 0
     for step, placed in facts.use_guards.get(name, ()):
         branch = config.branch(placed) if placed else None
         if branch is None or branch.state == TAKEN:
@@ -427,9 +428,9 @@ def reached_use(ctx: ProgramContext, facts: ProgramFacts, name: str) -> tuple:
         if branch.state == UNKNOWN:
             unknown = unknown or (step, branch)
         else:
-            skipped = skipped or (step, branch)
+            skipped, skips = skipped or (step, branch), skips + 1
     step, branch = unknown or skipped
-    others = "" if unknown else "; so is every other such call the program reaches"
+    others = f"; so are the {skips - 1} other such calls the program reaches" if not unknown and skips > 1 else ""
     return step, Premise("executes", False, f"{_at(step)} {branch.evidence}{others}")
 
 

@@ -252,6 +252,34 @@ class UnseededNumpy(UnseededGenerator):
             },
             "the helper is imported but never called",
         ),
+        Example.script("""
+            import argparse
+
+            import numpy as np
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--mixup", type=float, default=0.0)
+
+
+            def mix(x, alpha):
+                lam = np.random.beta(alpha, alpha)
+                return lam * x + (1 - lam) * x.flip(0)
+
+
+            if __name__ == "__main__":  # expect: ACL103
+                args = parser.parse_args()
+                torch.manual_seed(0)
+                mixup_active = args.mixup > 0
+                model = torch.nn.Linear(4, 1)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                x = torch.ones(8, 4)
+                if mixup_active:
+                    x = mix(x, args.mixup)
+                model(x).sum().backward()
+                opt.step()
+        """, "the only draw runs behind `--mixup`, off by default and passed by no launch: advice (info), its "
+             "`executes` premise names the test and the default"),
     )
     valid = (
         Example.script("""
