@@ -10,6 +10,8 @@ from acclint.config import Config
 from acclint.linter.analyze import analyze_file
 from acclint.linter.engine import scan
 from acclint.rules import all_rules
+from acclint.rules.framework_default import _BN_BEHIND_PARAMETER
+from acclint.rules.seed import UnseededNumpy
 
 
 def _scan(tmp_path, files: dict, select: str) -> list:
@@ -26,89 +28,35 @@ def _executes(finding):
     return next(p for p in finding.premises if p.premise == "executes")
 
 
-BN_HELPER = """
-    from mindspore import nn, ops
-
-
-    def _bn(channel, res_base=False):
-        if res_base:
-            return nn.BatchNorm2d(channel, momentum=0.1)
-        return nn.BatchNorm2d(channel, momentum=0.9)
-
-
-    class Net(nn.Cell):
-        def __init__(self, res_base=False):
-            super().__init__()
-            self.res_base = res_base
-            self.bn0 = _bn(4)
-            self.bn1 = _bn(4, self.res_base)
-
-        def construct(self, x):
-            return self.bn1(self.bn0(x))
-
-
-    def build():
-        return {built}
-
-
-    if __name__ == "__main__":
-        net = build()
-        opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
-        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
-        step(ops.ones((2, 4, 3, 3)), ops.ones((2, 4, 3, 3)))
-"""
+# A layer helper whose momentum=0.1 branch only `res_base` turns on; `{built}` is how the net is built.
+BN_HELPER = _BN_BEHIND_PARAMETER.replace("  # expect: ACL702", "")
 
 
 def test_a_branch_under_a_parameter_no_call_turns_on_does_not_execute(tmp_path):
     (finding,) = _scan(tmp_path, {"train.py": BN_HELPER.format(built="Net()")}, "ACL702")
     executes = _executes(finding)
-    assert finding.line == 6 and not executes.proven and not finding.proven
-    assert executes.evidence.startswith("train.py:6 runs only when res_base is true, and `res_base` defaults to "
-                                        "False (train.py:4), and none of the 2 calls of `_bn` the program reaches")
+    assert finding.line == 7 and not executes.proven and not finding.proven
+    assert executes.evidence.startswith("train.py:7 runs only when res_base is true, and `res_base` defaults to "
+                                        "False (train.py:5), and none of the 2 calls of `_bn` the program reaches")
     # The value passed on through `self.res_base`, stored from the constructor's own parameter, is followed.
-    assert "train.py:15 passes `self.res_base`, set in `__init__` from a parameter False in every call" \
+    assert "train.py:16 passes `self.res_base`, set in `__init__` from a parameter False in every call" \
         in executes.evidence
 
 
 def test_a_construction_that_passes_the_parameter_runs_the_branch(tmp_path):
     (finding,) = _scan(tmp_path, {"train.py": BN_HELPER.format(built="Net(True)")}, "ACL702")
-    assert finding.proven and _executes(finding).evidence == "train.py:6 runs in the program started by train.py"
+    assert finding.proven and _executes(finding).evidence == "train.py:7 runs in the program started by train.py"
 
 
 def test_a_function_handed_over_as_a_value_may_be_called_with_anything(tmp_path):
-    source = BN_HELPER.format(built="Net()").replace("    def build():", "    FACTORIES = {'bn': _bn}\n\n\n    def build():")
+    source = BN_HELPER.format(built="Net()").replace('    if __name__ == "__main__":',
+                                                     '    FACTORIES = {"bn": _bn}\n\n\n    if __name__ == "__main__":')
     (finding,) = _scan(tmp_path, {"train.py": source}, "ACL702")
     assert _executes(finding).proven
 
 
-MIXUP = """
-    import argparse
-
-    import numpy as np
-    import torch
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mixup", type=float, default=0.0)
-    parser.add_argument("--cutmix", type=float, default=0.0)
-
-
-    def mix(x, alpha):
-        lam = np.random.beta(alpha, alpha)
-        return lam * x
-
-
-    if __name__ == "__main__":
-        args = parser.parse_args()
-        torch.manual_seed(0)
-        mixup_active = args.mixup > 0 or args.cutmix > 0
-        model = torch.nn.Linear(4, 1)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        x = torch.ones(8, 4)
-        if mixup_active:
-            x = mix(x, args.mixup)
-        model(x).sum().backward()
-        opt.step()
-"""
+# The only NumPy draw runs under `mixup_active = args.mixup > 0 or args.cutmix > 0`, both flags 0 by default.
+MIXUP = UnseededNumpy.invalid[2].on_disk()["train.py"]
 
 
 def test_the_draw_named_runs_only_under_a_local_bound_to_a_test_of_flags_off_by_default(tmp_path):

@@ -260,17 +260,18 @@ class UnseededNumpy(UnseededGenerator):
 
             parser = argparse.ArgumentParser()
             parser.add_argument("--mixup", type=float, default=0.0)
+            parser.add_argument("--cutmix", type=float, default=0.0)
 
 
             def mix(x, alpha):
                 lam = np.random.beta(alpha, alpha)
-                return lam * x + (1 - lam) * x.flip(0)
+                return lam * x
 
 
             if __name__ == "__main__":  # expect: ACL103
                 args = parser.parse_args()
                 torch.manual_seed(0)
-                mixup_active = args.mixup > 0
+                mixup_active = args.mixup > 0 or args.cutmix > 0
                 model = torch.nn.Linear(4, 1)
                 opt = torch.optim.SGD(model.parameters(), lr=0.1)
                 x = torch.ones(8, 4)
@@ -278,7 +279,7 @@ class UnseededNumpy(UnseededGenerator):
                     x = mix(x, args.mixup)
                 model(x).sum().backward()
                 opt.step()
-        """, "the only draw runs behind `--mixup`, off by default and passed by no launch: advice (info), its "
+        """, "the only draw runs behind `--mixup` or `--cutmix`, off by default and passed by no launch: advice (info), its "
              "`executes` premise names the test and the default"),
     )
     valid = (
