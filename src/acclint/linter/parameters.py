@@ -25,7 +25,7 @@ _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod"})
 @dataclass(frozen=True)
 class ParameterValue:
     value: Any
-    evidence: str  # "`res_base` defaults to False (net.py:3), and none of the 4 calls of `_bn` ... passes another value"
+    evidence: str  # "`res_base` defaults to False (net.py:3), and none of the 4 calls of `_bn` ... passes another"
 
 
 class Parameters:
@@ -75,7 +75,8 @@ class Parameters:
         calls_said = f"the only call of `{function.qualname}` the program reaches passes" if len(calls) == 1 else \
             f"none of the {len(calls)} calls of `{function.qualname}` the program reaches passes"
         return ParameterValue(default.literal, f"`{name}` defaults to {default.literal!r} ({file.path}:{line}), and "
-                                               f"{calls_said} {'no other' if len(calls) == 1 else 'another'} value{shown}")
+                                               f"{calls_said} {'no other' if len(calls) == 1 else 'another'} "
+                                               f"value{shown}")
 
     # -- what a call passes ---------------------------------------------------------------------
     def _same(self, caller: FileFacts, call, value, default: Any, depth: int) -> Optional[str]:

@@ -207,7 +207,7 @@ class RunConfig:
                 return None
             setting = self._from_launch(run, probe, parts) or self._from_configs(run, parts)
             if setting is None and run.unread is not None:
-                # A config this run loads is not known: the code's default stands where no config of the project sets the key.
+                # A config this run loads is unknown: the code's default stands if no config of the project sets it.
                 loaded = {values.abspath for values, _, _ in run.configs}
                 if any(abspath not in loaded for _, _, abspath in self._project_setters(parts)):
                     return None

@@ -279,8 +279,8 @@ class UnseededNumpy(UnseededGenerator):
                     x = mix(x, args.mixup)
                 model(x).sum().backward()
                 opt.step()
-        """, "the only draw runs behind `--mixup` or `--cutmix`, off by default and passed by no launch: advice (info), its "
-             "`executes` premise names the test and the default"),
+        """, "the only draw runs behind `--mixup` or `--cutmix`, off by default and passed by no launch: advice "
+             "(info), its `executes` premise names the test and the default"),
     )
     valid = (
         Example.script("""
