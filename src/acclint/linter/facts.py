@@ -82,12 +82,32 @@ class FlagGuard:
     The `else` of `if x is None:` / `if not x:` carries the same guard as the body of the opposite test."""
 
     dotted: str
-    form: str  # "not-none" | "truthy" | "equals" | "differs" (`if args.use_ascend == "True":` and its else)
-    value: Optional[str] = None  # the literal compared with, for "equals" / "differs"
+    # "not-none" | "truthy" | "equals" | "differs" (`if args.use_ascend == "True":` and its else); a number
+    # compared, "gt" | "ge" | "lt" | "le" (`if args.mixup > 0:`); "prefix" | "no-prefix" (`if aa.startswith("rand"):`);
+    # "any": `a or b`, `value` holding the guards of each side (each a tuple that must all hold).
+    form: str
+    value: Any = None  # the literal compared with; for "any", a tuple of guard tuples
     # A lookup with a default written in the code: `cfg.get("amp", False)` / `getattr(cfg, "amp", False)` is
     # FlagGuard("cfg.amp", "truthy", fallback=False); `node` is the test's node (where that default is written).
     fallback: Any = NOT_LITERAL
     node: int = field(default=-1, compare=False)
+    # The function the test is written in: a plain name tested there may be its parameter (linter.parameters).
+    scope: str = field(default="", compare=False)
+
+    def text(self) -> str:
+        """The test as code reads: `args.seed is not None`, `args.mixup > 0 or args.cutmix > 0`."""
+        if self.form == "any":
+            return " or ".join(" and ".join(guard.text() for guard in side) for side in self.value)
+        if self.form == "truthy":
+            return f"{self.dotted} is true"
+        if self.form == "not-none":
+            return f"{self.dotted} is not None"
+        if self.form in ("prefix", "no-prefix"):
+            return f"{'not ' if self.form == 'no-prefix' else ''}{self.dotted}.startswith({self.value!r})"
+        return f"{self.dotted} {_COMPARED[self.form]} {self.value!r}"
+
+
+_COMPARED = {"equals": "==", "differs": "!=", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
 @dataclass(slots=True)
@@ -303,6 +323,7 @@ class ClassDef:
     order: int
     # Class-body defaults `seed: Optional[int] = None` / `seed = field(default=None)`: name -> Value.
     fields: dict = field(default_factory=dict)
+    decorators: tuple = ()  # Values of the decorators (`@MODELS.register_module()`)
 
 
 @dataclass(eq=False)  # identity: one record per file
@@ -342,6 +363,9 @@ class FileFacts:
     line_count: int = 0
     test_nodes: frozenset = frozenset()  # nodes inside test code (linter.roles); never reported
     role: Optional[str] = None  # "test" / "packaging" for a whole file that is not training (linter.roles)
+    # A local bound once to a test (`mixup_active = args.mixup > 0 or args.cutmix > 0`): (scope, name) -> the
+    # guards that test is, so `if mixup_active:` is resolved as that test (linter.runconfig).
+    tests: dict = field(default_factory=dict)
 
     def calls_in(self, scope: str) -> list:
         return [c for c in self.calls if c.scope == scope]

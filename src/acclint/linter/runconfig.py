@@ -29,6 +29,7 @@ from acclint.knowledge import table
 from acclint.linter.config_values import ConfigFiles, ConfigValues, is_config_path
 from acclint.linter.declarations import Declared, click_parameters, collect_declarations
 from acclint.linter.facts import MODULE_SCOPE, NOT_LITERAL, Call, FileFacts, FlagGuard
+from acclint.linter.parameters import Parameters
 from acclint.linter.shell.model import is_flag
 
 TAKEN, SKIPPED, UNKNOWN = "taken", "skipped", "unknown"
@@ -98,25 +99,49 @@ def spellings(name: str) -> set:
 
 
 def guard_text(guard: FlagGuard) -> str:
-    if guard.form == "not-none":
-        return f"{guard.dotted} is not None"
-    if guard.form == "equals":
-        return f"{guard.dotted} == {guard.value!r}"
-    if guard.form == "differs":
-        return f"{guard.dotted} != {guard.value!r}"
-    return f"{guard.dotted} is true"
+    return guard.text()
 
 
 def holds(guard: FlagGuard, value: Any, from_launch: bool = False) -> Optional[bool]:
-    """Whether the test is true for `value` (launch flags are words: `--amp False` says no)."""
+    """Whether the test is true for `value` (launch flags are words: `--amp False` says no); None when it
+    cannot be told (a number compared with a word)."""
     if from_launch and isinstance(value, str) and guard.form == "truthy":
         return value.strip("'\"").lower() not in NO_WORDS
     if guard.form == "not-none":
         return value is not None
     if guard.form == "truthy":
         return bool(value)
+    if guard.form in _ORDERS:
+        number = _number(value)
+        return None if number is None else _ORDERS[guard.form](number, guard.value)
+    if guard.form in ("prefix", "no-prefix"):
+        return _as_launch_word(value).startswith(guard.value) == (guard.form == "prefix") \
+            if isinstance(value, str) else None
     text = _as_launch_word(value)
     return (text == guard.value) if guard.form == "equals" else (text != guard.value)
+
+
+_ORDERS = {"gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
+# The forms rules phrase ("runs only when X is true / is not None"); the others are asked by `branch` only.
+_PHRASED = frozenset({"truthy", "not-none", "equals", "differs"})
+
+
+def picks_mode(guard: FlagGuard) -> bool:
+    """A test that picks one of several modes rather than switching something on: `== "npu"`, `!= "gpu"`, a
+    number compared with anything but zero (`num_gpus > 1`). A default written in the code makes neither side
+    an opt-in; a number compared with zero (`mixup > 0`) is a switch, off at zero, as a truthy test is."""
+    return guard.form in ("equals", "differs") or (guard.form in _ORDERS and guard.value != 0)
+
+
+def _number(value: Any) -> Optional[float]:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(_as_launch_word(value)) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def _as_launch_word(value: Any) -> str:
@@ -143,13 +168,16 @@ class RunConfig:
         self.hydra = self._hydra()
         self.runs = [self._launched(*launch) for launch in launches] or [self._started_alone()]
         self._decided: dict = {}
+        self.parameters = Parameters(project, files, self.fixed_setting)
 
     # -- what a guard resolves to ----------------------------------------------------------------
     def branch(self, placed: tuple) -> Optional[Branch]:
         """The branch of the code under every one of `placed` ((FlagGuard, the file it is written in), outermost
         first): skipped if one is, else unknown if one is, else taken if one was resolved; None when none
-        is about the configuration."""
-        decided = [self.decide(guard, file) for guard, file in placed]
+        is about the configuration. A local bound to a test is that test (`FileFacts.tests`); a parameter
+        of the function the test is in has the value every call of it passes (linter.parameters)."""
+        decided = [self._decision(guard, file) or self._parameter(guard, file)
+                   for guard, file in self._expanded(placed)]
         decided = [d for d in decided if d is not None]
         for state in (SKIPPED, UNKNOWN, TAKEN):
             found = next((d for d in reversed(decided) if d.state == state), None)
@@ -158,10 +186,57 @@ class RunConfig:
         return None
 
     def decide(self, guard: FlagGuard, file: Optional[FileFacts] = None) -> Optional[Branch]:
-        key = (guard, guard.node, id(file))
+        """The branch of one flag test, of the forms rules phrase (`_PHRASED`)."""
+        return self._decision(guard, file) if guard.form in _PHRASED else None
+
+    def _decision(self, guard: FlagGuard, file: Optional[FileFacts]) -> Optional[Branch]:
+        key = (guard, guard.node, guard.scope, id(file))
         if key not in self._decided:
             self._decided[key] = self._decide(guard, file)
         return self._decided[key]
+
+    def fixed_setting(self, dotted: str) -> Optional[Setting]:
+        """The one value every run of the program gives a configuration key (`args.aa`), or None."""
+        parts = tuple(dotted.split("."))
+        probe = FlagGuard(dotted, "truthy")
+        if len(parts) != 2 or not self._is_configuration(probe, parts):
+            return None
+        found = []
+        for run in self.runs:
+            if run.broken is not None:
+                return None
+            setting = self._from_launch(run, probe, parts) or self._from_configs(run, parts)
+            if setting is None and run.unread is not None:
+                # A config this run loads is unknown: the code's default stands if no config of the project sets it.
+                loaded = {values.abspath for values, _, _ in run.configs}
+                if any(abspath not in loaded for _, _, abspath in self._project_setters(parts)):
+                    return None
+            setting = setting or self._code_default(probe, parts, None)
+            if setting is None or setting.value is NOT_LITERAL or setting.origin == "given":
+                return None
+            found.append(setting)
+        same = all(s.value == found[0].value and type(s.value) is type(found[0].value) for s in found)
+        return found[0] if same else None
+
+    @staticmethod
+    def _expanded(placed: tuple) -> list:
+        out = []
+        for guard, file in placed:
+            test = file.tests.get((guard.scope, guard.dotted)) if file is not None and guard.form == "truthy" else None
+            out.extend((found, file) for found in test) if test else out.append((guard, file))
+        return out
+
+    def _parameter(self, guard: FlagGuard, file: Optional[FileFacts]) -> Optional[Branch]:
+        """A test of a parameter of its function, whose value every call the program makes fixes."""
+        if file is None or not guard.scope or guard.form == "any" or "." in guard.dotted or self.project is None:
+            return None
+        found = self.parameters.value(file, guard.scope, guard.dotted)
+        taken = holds(guard, found.value) if found is not None else None
+        if taken is None:
+            return None
+        if taken:
+            return Branch(TAKEN, guard, f"runs when {guard.text()}: {found.evidence}")
+        return Branch(SKIPPED, guard, f"runs only when {guard.text()}, and {found.evidence}")
 
     def _decide(self, guard: FlagGuard, file: Optional[FileFacts]) -> Optional[Branch]:
         found = [self.in_run(run, guard, file) for run in self.runs]
@@ -173,6 +248,8 @@ class RunConfig:
         return None
 
     def in_run(self, run: _Run, guard: FlagGuard, file: Optional[FileFacts]) -> Optional[Branch]:
+        if guard.form == "any":
+            return self._either(run, guard, file)
         parts = tuple(guard.dotted.split("."))
         if len(parts) == 1 and parts[0] in self.click_parameters:
             parts = ("", parts[0])  # a click command's parameter: a flag like `args.amp`
@@ -194,9 +271,12 @@ class RunConfig:
         if setting.value is NOT_LITERAL:
             return Branch(UNKNOWN, guard, f"runs only when {guard_text(guard)}, and {setting.describe()}: "
                                           "a value acclint cannot read", setting)
-        if setting.origin == "default" and guard.form in ("equals", "differs"):
+        if setting.origin == "default" and picks_mode(guard):
             return None  # `== "npu"` picks a branch: a code default makes neither side an opt-in
         taken = holds(guard, setting.value, setting.origin == "launch")
+        if taken is None:
+            return Branch(UNKNOWN, guard, f"runs only when {guard_text(guard)}, and {setting.describe()}: not "
+                                          "a value the test can compare", setting)
         if taken:
             return Branch(TAKEN, guard, f"runs when {guard_text(guard)}: {setting.describe()}", setting)
         evidence = f"runs only when {guard_text(guard)}, and {setting.describe()}"
@@ -204,6 +284,22 @@ class RunConfig:
         if elsewhere:
             evidence += f"; {elsewhere}"
         return Branch(SKIPPED, guard, evidence, setting)
+
+    def _either(self, run: _Run, guard: FlagGuard, file: Optional[FileFacts]) -> Optional[Branch]:
+        """`a or b` in one run: taken if a side is, skipped if every side is; None if a side is not about
+        the configuration (it may hold)."""
+        sides = []
+        for side in guard.value:
+            decided = [d for d in (self.in_run(run, g, file) for g in side) if d is not None]
+            if not decided:
+                return None
+            sides.append(next(d for state in (SKIPPED, UNKNOWN, TAKEN) for d in decided if d.state == state))
+        for state in (TAKEN, UNKNOWN):
+            found = next((d for d in sides if d.state == state), None)
+            if found is not None:
+                return Branch(state, guard, found.evidence, found.setting)
+        said = "; ".join(d.setting.describe() if d.setting is not None else d.evidence for d in sides)
+        return Branch(SKIPPED, guard, f"runs only when {guard.text()}, and {said}", sides[0].setting)
 
     def _from_launch(self, run: _Run, guard: FlagGuard, parts: tuple) -> Optional[Setting]:
         # Flags fill a plain namespace (`args.amp`) or a declared field (HfArgumentParser's dataclasses), not
@@ -266,8 +362,9 @@ class RunConfig:
         setters = [f"{display}:{entry.line}" for display, entry, abspath in self._project_setters(parts)
                    if abspath not in loaded]
         default = known or self._code_default(guard, parts, file)
-        if not setters and default is not None and default.value is not NOT_LITERAL:
-            taken = holds(guard, default.value)
+        taken = holds(guard, default.value) if default is not None and default.value is not NOT_LITERAL \
+            and not (known is None and guard.form in _ORDERS and picks_mode(guard)) else None
+        if not setters and taken is not None:
             if taken:
                 return Branch(TAKEN, guard, f"runs when {guard_text(guard)}: {default.describe()}", default)
             if known is not None:

@@ -277,6 +277,9 @@ def _flag_guards(test: cst.BaseExpression, node_of=None) -> tuple:
         return ((F.FlagGuard(dotted, "truthy"),), ()) if dotted else ((), ())
     if kind is cst.Call:
         found = _lookup(test)
+        prefix = _startswith(test) if found is None else None
+        if prefix is not None:
+            return (F.FlagGuard(prefix[0], "prefix", prefix[1]),), (F.FlagGuard(prefix[0], "no-prefix", prefix[1]),)
         if found is None:
             return (), ()
         node = node_of(test) if node_of is not None else -1
@@ -297,11 +300,43 @@ def _flag_guards(test: cst.BaseExpression, node_of=None) -> tuple:
         if dotted and compared is not None and isinstance(target.operator, (cst.Equal, cst.NotEqual)):
             equals, differs = (F.FlagGuard(dotted, "equals", compared),), (F.FlagGuard(dotted, "differs", compared),)
             return (equals, differs) if isinstance(target.operator, cst.Equal) else (differs, equals)
+        number = literal(target.comparator)
+        order = _ORDERS.get(type(target.operator))
+        if dotted and order and isinstance(number, (int, float)) and not isinstance(number, bool):
+            return (F.FlagGuard(dotted, order[0], number),), (F.FlagGuard(dotted, order[1], number),)
         return (), ()
-    if kind is cst.BooleanOperation and isinstance(test.operator, cst.And):
+    if kind is cst.BooleanOperation:
         left, right = _flag_guards(test.left, node_of), _flag_guards(test.right, node_of)
-        return left[0] + right[0], ()
+        if isinstance(test.operator, cst.And):
+            return left[0] + right[0], ()
+        # `a or b`: the body runs when either side holds (known only when both sides are), the else when neither.
+        if not (left[0] and right[0]):
+            return (), left[1] + right[1]
+        sides = tuple(side for found in (left[0], right[0])
+                      for side in (found[0].value if len(found) == 1 and found[0].form == "any" else (found,)))
+        either = F.FlagGuard("", "any", sides)
+        return (F.FlagGuard(f"({either.text()})", "any", sides),), left[1] + right[1]
     return (), ()
+
+
+# A number compared: the body's form and the else's (`x > 0` is false exactly when `x <= 0`).
+_ORDERS = {cst.GreaterThan: ("gt", "le"), cst.GreaterThanEqual: ("ge", "lt"), cst.LessThan: ("lt", "ge"),
+           cst.LessThanEqual: ("le", "gt")}
+
+
+def _startswith(test: cst.BaseExpression) -> Optional[tuple]:
+    """(dotted name, prefix) of `name.startswith("rand")`."""
+    if type(test) is not cst.Call or type(test.func) is not cst.Attribute or test.func.attr.value != "startswith":
+        return None
+    if len(test.args) != 1 or test.args[0].keyword or test.args[0].star:
+        return None
+    dotted, prefix = dotted_name(test.func.value), literal(test.args[0].value)
+    return (dotted, prefix) if dotted and isinstance(prefix, str) else None
+
+
+def _scoped(guards: tuple, scope: str) -> tuple:
+    """The guards, marked with the function their test is written in."""
+    return tuple(dataclasses.replace(guard, scope=scope) for guard in guards)
 
 
 
@@ -356,6 +391,8 @@ class FileWalker:
         self.environ_subscripts: list = []  # (EnvWrite, base dotted, value node): os.environ or a dict
         self.value_nodes: list = []  # Values whose names resolve after the walk
         self.references: list = []  # F.Reference candidates: bare names used as values
+        self.tests: dict = {}  # (scope, name) -> guards of each test it is assigned (`active = args.a > 0`)
+        self.rebound: set = set()  # (scope, name) bound other than by `=` (`+=`, a loop target)
         self.tracked: set = set()  # (scope, name) of locals assigned a file listing: their reads are recorded
         # id(cst.Call) -> [(Value, chain index or -1 for its base)]: Values whose calls' arguments are filled
         # in when the walk reaches those calls (their Args are summarised once, there).
@@ -668,6 +705,10 @@ class FileWalker:
         for target in targets:
             if type(target) is cst.Tuple or type(target) is cst.List:  # `a, b = ...`: both rebound, value unknown
                 names.extend(e.value.value for e in target.elements if type(e.value) is cst.Name)
+        if len(targets) == 1 and type(targets[0]) is cst.Name and type(value) in _TESTS:
+            guards = _scoped(_flag_guards(value, self._node)[0], state.scope)
+            if guards:
+                self.tests.setdefault((state.scope, targets[0].value), []).append(guards)
         if names:
             # Queued below the right side's nodes, so it is recorded (and ordered) after them.
             summary = self._value(value) if len(targets) == 1 and type(targets[0]) is cst.Name else F.Value()
@@ -735,6 +776,7 @@ class FileWalker:
         if type(node.operator) is cst.DivideAssign:  # `loss /= steps`
             self._division(node, node.target, node.value, state)
         if type(node.target) is cst.Name:  # `files += glob.glob(...)`
+            self.rebound.add((state.scope, node.target.value))
             self._sunk_children(node, ("value",), state, stack, "name:" + node.target.value)
             return None
         return state
@@ -797,7 +839,8 @@ class FileWalker:
         qualname = node.name.value if state.scope == F.MODULE_SCOPE else f"{state.scope}.{node.name.value}"
         bases = tuple(self._value(arg.value) for arg in node.bases)
         self.facts.classes[qualname] = F.ClassDef(
-            node=self._node(node), qualname=qualname, bases=bases, order=self._next_order()
+            node=self._node(node), qualname=qualname, bases=bases, order=self._next_order(),
+            decorators=tuple(self._value(d.decorator) for d in node.decorators),
         )
         inner = _changed(state, scope=qualname, owner=qualname, flag_guards=(), sinks=())
         self._children_in(node, ("body",), state, inner, stack)
@@ -816,7 +859,7 @@ class FileWalker:
     def _guarded(self, node, state: _State, stack: list):
         """`if`/`a if c else b`: the body runs under the test, the else side under its negation."""
         tested = mentions(node.test)
-        body_flags, orelse_flags = _flag_guards(node.test, self._node)
+        body_flags, orelse_flags = (_scoped(found, state.scope) for found in _flag_guards(node.test, self._node))
         orelse = _changed(state, guard=F.Guard(tested, True), flag_guards=state.flag_guards + orelse_flags)
         body = _changed(state, guard=F.Guard(tested), flag_guards=state.flag_guards + body_flags)
         self._children_in(node, ("orelse",), state, orelse, stack)
@@ -826,7 +869,8 @@ class FileWalker:
 
     def _short_circuit(self, node: cst.BooleanOperation, state: _State, stack: list):
         """`flag and draw()`: the right side runs only when the left is true, as an `if flag:` body would."""
-        body_flags = _flag_guards(node.left, self._node)[0] if type(node.operator) is cst.And else ()
+        body_flags = _scoped(_flag_guards(node.left, self._node)[0], state.scope) if type(node.operator) is cst.And \
+            else ()
         if not body_flags:
             return state
         self._children_in(node, ("right",), state, _changed(state, flag_guards=state.flag_guards + body_flags), stack)
@@ -885,6 +929,8 @@ class FileWalker:
     def _finish(self) -> None:
         facts = self.facts
         facts.references = _callable_references(facts, self.references)
+        loop_bound = {(block.scope, name) for block in facts.blocks for name in block.targets}
+        facts.tests = _bound_tests(self.tests, self.rebound | loop_bound, facts.name_assignments)
         bind_aliases(facts.bindings, self.aliases)
         bindings = facts.bindings
         for call in facts.calls:
@@ -981,6 +1027,20 @@ def _enumerates_listing(node: cst.CSTNode, tracked: set, scope: str) -> bool:
     if type(first) is cst.Name:
         return (scope, first.value) in tracked
     return type(first) is cst.Call and callee_text(first.func).rsplit(".", 1)[-1] in _LISTING_METHODS
+
+
+# Expressions that are a test: a local bound to one may be an `if`'s condition (`if mixup_active:`).
+_TESTS = frozenset({cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.Call})
+
+
+def _bound_tests(tests: dict, rebound: set, assignments: list) -> dict:
+    """(scope, name) -> guards, for a local bound exactly once, to a test: what `if name:` then asks."""
+    bound: dict = {}
+    for assignment in assignments:
+        key = (assignment.scope, assignment.name)
+        bound[key] = bound.get(key, 0) + 1
+    return {key: found[0] for key, found in tests.items()
+            if len(found) == 1 and bound.get(key) == 1 and key not in rebound}
 
 
 def _bound_names(target: cst.CSTNode) -> tuple:

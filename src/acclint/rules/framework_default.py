@@ -222,6 +222,38 @@ class LayerNormEpsilon(MindSporeDefault):
                 "the other module's partial binds PyTorch's epsilon"))
 
 
+# A layer helper whose PyTorch-convention branch only a parameter turns on (`{built}`: how the net is built).
+_BN_BEHIND_PARAMETER = """
+    import mindspore as ms
+    from mindspore import nn, ops
+
+
+    def _bn(channel, res_base=False):
+        if res_base:
+            return nn.BatchNorm2d(channel, momentum=0.1)  # expect: ACL702
+        return nn.BatchNorm2d(channel, momentum=0.9)
+
+
+    class Net(nn.Cell):
+        def __init__(self, res_base=False):
+            super().__init__()
+            self.res_base = res_base
+            self.bn0 = _bn(4)
+            self.bn1 = _bn(4, self.res_base)
+
+        def construct(self, x):
+            return self.bn1(self.bn0(x))
+
+
+    if __name__ == "__main__":
+        net = {built}
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+        step.set_train()
+        step(ops.ones((2, 4, 3, 3)), ops.ones((2, 4, 3, 3)))
+"""
+
+
 class BatchNormMomentum(MindSporeDefault):
     code = "ACL702"
     name = "mindspore-batchnorm-momentum"
@@ -236,7 +268,11 @@ class BatchNormMomentum(MindSporeDefault):
         import mindspore.nn as nn
 
         bn = nn.BatchNorm2d(64, momentum=0.1)  # expect: ACL702
-    """),)
+    """), Example.script(_BN_BEHIND_PARAMETER.format(built="Net(res_base=True)"),
+                         "the branch a construction turns on: proven"),
+        Example.script(_BN_BEHIND_PARAMETER.format(built="Net()"),
+                       "a branch under a parameter whose default no call changes runs in no run: advice (info), its "
+                       "`executes` premise names the default and the calls"))
     valid = (Example.script("""
         import mindspore.nn as nn
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Optional
 
+from acclint.findings import Premise
 from acclint.knowledge import table
 from acclint.knowledge.library import seeders as library_seeders
 from acclint.linter.context import ProgramContext
@@ -14,7 +15,7 @@ from acclint.linter.facts import Assignment, Call, EnvWrite, FlagGuard
 from acclint.linter.models import builds_weights
 from acclint.linter.frameworks import file_frameworks
 from acclint.linter.project import Program, Step, is_training_marker
-from acclint.linter.runconfig import flow_guards, off_in_every_run, run_config
+from acclint.linter.runconfig import TAKEN, UNKNOWN, flow_guards, off_in_every_run, run_config
 from acclint.rules.flags import OffByDefault, opt_in_guard, passed_by_launch
 from acclint.rules.memo import per_flow, per_program
 
@@ -62,7 +63,7 @@ class ProgramFacts:
     effects: dict = field(default_factory=dict)  # effect -> Source
     effects_off: dict = field(default_factory=dict)  # effect -> Source that switches it off
     uses: dict = field(default_factory=dict)  # usage -> Step showing it
-    # usage -> the flag guards of each place showing it, as ((FlagGuard, FileFacts), ...) per place; () = unconditional
+    # usage -> (Step, its flag guards as ((FlagGuard, FileFacts), ...); () = unconditional) of each place showing it
     use_guards: dict = field(default_factory=dict)
     imports: set = field(default_factory=set)  # top-level packages imported by reached files
     # The tensor frameworks it trains with: those its entry script and the files holding its training
@@ -97,7 +98,7 @@ def _compute(ctx: ProgramContext) -> ProgramFacts:
                                                      ctx.project.launch_folders(shell.abspath))
                                                     for shell, launch in ctx.program.launches])
     for name, places in flow.use_guards.items():  # a branch every run of this program switches off
-        if all(placed and off_in_every_run(config, placed) for placed in places):
+        if all(placed and off_in_every_run(config, placed) for _, placed in places):
             del out.uses[name]
     seeding = table("seeding")
     for effect, opt_in in flow.optional_effects.items():  # opted in by this run's launch: on after all
@@ -405,7 +406,36 @@ def global_draw(name: str) -> Optional[str]:
 def _usage(step: Step, call: Call, out: ProgramFacts, guards: tuple = ()) -> None:
     for name in _uses_of(call):
         out.uses.setdefault(name, step)
-        out.use_guards.setdefault(name, []).append(guards)
+        out.use_guards.setdefault(name, []).append((step, guards))
+
+
+def reached_use(ctx: ProgramContext, facts: ProgramFacts, name: str) -> tuple:
+    """(Step, `executes` Premise) of the place showing usage `name` that the program's runs execute: the first
+    one no configuration branch keeps from running, else the first whose branch is unknown, else the first
+    of those every run skips (linter.runconfig: launch flags, loaded configs, code defaults, the values
+    every call passes a parameter). (None, None) when the program shows no such usage."""
+    if name not in facts.uses:
+        return None, None
+    config = run_config(ctx.project, ctx.program)
+    entry = ctx.program.entry.path
+    unknown = skipped = None
+    skips = 0
+    for step, placed in facts.use_guards.get(name, ()):
+        branch = config.branch(placed) if placed else None
+        if branch is None or branch.state == TAKEN:
+            why = f"; {branch.evidence}" if branch is not None else ""
+            return step, Premise("executes", True, f"{_at(step)} runs in the program started by {entry}{why}")
+        if branch.state == UNKNOWN:
+            unknown = unknown or (step, branch)
+        else:
+            skipped, skips = skipped or (step, branch), skips + 1
+    step, branch = unknown or skipped
+    others = f"; so are the {skips - 1} other such calls the program reaches" if not unknown and skips > 1 else ""
+    return step, Premise("executes", False, f"{_at(step)} {branch.evidence}{others}")
+
+
+def _at(step: Step) -> str:
+    return f"{step.file.path}:{step.file.spans[step.fact.node].line}"
 
 
 def _uses_of(call: Call) -> set:

@@ -14,7 +14,7 @@ from acclint.linter.rulebase import Example, RuleDoc
 from acclint.rules.base import ProgramRule, absence, absence_premise, at_entry_start, program_premises, where
 from acclint.rules.data_loading import loader_draws
 from acclint.rules.memo import per_flow
-from acclint.rules.program_facts import ProgramFacts, first_model_label
+from acclint.rules.program_facts import ProgramFacts, first_model_label, reached_use
 from acclint.rules.weights_replaced import draws_replaced
 from acclint.linter.documented import display_beside
 from acclint.rules.flags import documented_starts, passed_by_launch, runs_only_when
@@ -67,7 +67,8 @@ class UnseededGenerator(ProgramRule):
     def check(self, ctx: ProgramContext, facts: ProgramFacts) -> None:
         if self.generator in facts.seeded:
             return
-        use = facts.uses.get(self.used_by) if self.used_by else None
+        # The draw named is one the program's runs execute, where there is one (`reached_use`).
+        use, reached = reached_use(ctx, facts, self.used_by) if self.used_by else (None, None)
         # A dataset loaded in the main process draws there too, although the flow never enters its
         # `__getitem__` (the DataLoader calls it); draws in worker processes are ACL110's.
         loaded = None if use is not None or not self.used_by else next(
@@ -87,7 +88,7 @@ class UnseededGenerator(ProgramRule):
         replaced = draws_replaced(ctx, self.used_by) if use is not None else None
         self.report_absence(ctx, facts, message, f"call `{self.seed_call}` at the start of the entry point "
                             "(or a helper that does, e.g. transformers.set_seed)", severity, autofix,
-                            premises=(replaced,) if replaced is not None else ())
+                            premises=tuple(p for p in (reached, replaced) if p is not None))
 
 
 _NUMPY_DOC = RuleDoc(
@@ -251,6 +252,35 @@ class UnseededNumpy(UnseededGenerator):
             },
             "the helper is imported but never called",
         ),
+        Example.script("""
+            import argparse
+
+            import numpy as np
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--mixup", type=float, default=0.0)
+            parser.add_argument("--cutmix", type=float, default=0.0)
+
+
+            def mix(x, alpha):
+                lam = np.random.beta(alpha, alpha)
+                return lam * x
+
+
+            if __name__ == "__main__":  # expect: ACL103
+                args = parser.parse_args()
+                torch.manual_seed(0)
+                mixup_active = args.mixup > 0 or args.cutmix > 0
+                model = torch.nn.Linear(4, 1)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                x = torch.ones(8, 4)
+                if mixup_active:
+                    x = mix(x, args.mixup)
+                model(x).sum().backward()
+                opt.step()
+        """, "the only draw runs behind `--mixup` or `--cutmix`, off by default and passed by no launch: advice "
+             "(info), its `executes` premise names the test and the default"),
     )
     valid = (
         Example.script("""
