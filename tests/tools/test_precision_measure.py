@@ -132,3 +132,14 @@ def test_the_table_is_written_from_the_tuning_split_only(capsys):
             measure.main(argv)
         assert exit_info.value.code == 2
     assert "--split tuning" in capsys.readouterr().err
+
+
+def test_every_judged_warning_has_one_verdict():
+    """A second row for the same warning would silently replace the first (the last read wins): a merge
+    that repeats a block, or two judges of one warning, must be resolved in the file."""
+    import csv
+    for path in sorted((HERE / "judged").glob("*.csv")):
+        with open(path, newline="", encoding="utf-8") as handle:
+            keys = [(row["path"], row["line"], row["rule"]) for row in csv.DictReader(handle)]
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        assert not repeated, f"{path.name}: {repeated[:3]}"
