@@ -65,7 +65,12 @@ def record_class_calls(facts: F.FileFacts, class_tables: dict) -> None:
 def imported_class_calls(project, facts: F.FileFacts) -> list:
     """The constructions of `facts` whose class is assigned in another module of the project: `NORM(dim)` and
     `norm_layer(dim)` with `norm_layer=NORM`, after `from .config import NORM`. Not recorded in the file's
-    facts (they depend on the other module), so rules ask for them with the project."""
+    facts (they depend on the other module), so rules ask for them with the project; the project keeps them
+    once per module, as every rule on MindSpore's defaults asks."""
+    return project.per_module("imported class calls", facts, lambda module: _imported_class_calls(project, module))
+
+
+def _imported_class_calls(project, facts: F.FileFacts) -> list:
     index = _Index(facts, {})
     found: list = []
     for call in facts.calls:

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from acclint.linter.analyze import FileOutcome
+from acclint.linter.collector import gc_paused
 from acclint.linter.discovery import kind_of, would_discover
 from acclint.linter.facts import FileFacts
 from acclint.linter.project import Project, is_entry_candidate, launch_script_folders
 from acclint.linter.limits import Limits
 from acclint.linter.pool import OneProcess, Pool
-from acclint.linter.workers import PARALLEL_THRESHOLD, display_path, gc_paused
+from acclint.linter.workers import PARALLEL_THRESHOLD, display_path
 
 
 class ContextLoader:

@@ -12,6 +12,7 @@ from acclint.findings import FileError, ScanResult, Skipped
 from acclint.linter.analyze import analyze_file
 from acclint.linter.context import ProgramContext, Sink
 from acclint.linter.causes import fold_one_run, fold_shared_fixes
+from acclint.linter.collector import scan_heap
 from acclint.linter.context_reader import ContextLoader, read_context
 from acclint.linter.copies import fold_identical_copies
 from acclint.linter.discovery import discover
@@ -34,6 +35,12 @@ def scan(paths: Sequence[Path], rules: list, config: Config, *, jobs: Optional[i
     `cache`: a linter.cache.Cache, or None to analyse every file afresh.
     `progress`: an acclint.progress display (phase/advance), or None.
     `stdin`: text read from stdin, scanned as if it were the file it names (then `paths` is empty)."""
+    with scan_heap():  # the facts of every file live until the end: frozen out of collections (collector.py)
+        return _scan(paths, rules, config, jobs, cwd, cache, progress, stdin)
+
+
+def _scan(paths: Sequence[Path], rules: list, config: Config, jobs: Optional[int], cwd: Optional[Path], cache,
+          progress, stdin: Optional[StdinFile]) -> ScanResult:
     progress = progress or NoProgress()
     rules = [rule.configured(config) for rule in rules]
     cwd = (cwd or Path.cwd()).resolve()

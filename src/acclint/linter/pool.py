@@ -17,16 +17,16 @@ from multiprocessing.connection import wait
 from typing import Optional
 
 from acclint.linter.analyze import FileOutcome, analyze_file
+from acclint.linter.collector import COLLECT_EVERY
 from acclint.linter.limits import Limits
 
 # A worker's own alarm (budget.py) reports an overrun of Python-level analysis; the parent kills
 # only a worker still silent this long after the deadline (stuck in native code).
 KILL_GRACE_S = 0.5
-_COLLECT_EVERY = 256  # files between manual collections: automatic GC is off in workers (workers.py)
 
 
 def _serve(conn, rules: list, limits: Limits, parent: int) -> None:
-    gc.disable()
+    gc.disable()  # collections by hand only, as in the scan's own process (collector.py)
     done = 0
     while True:
         while not conn.poll(1.0):
@@ -37,7 +37,7 @@ def _serve(conn, rules: list, limits: Limits, parent: int) -> None:
             return
         conn.send(analyze_file(job[0], job[1], rules, limits))
         done += 1
-        if done % _COLLECT_EVERY == 0:
+        if done % COLLECT_EVERY == 0:  # a worker keeps nothing it analysed: nothing to freeze
             gc.collect()
 
 

@@ -225,6 +225,9 @@ class Project:
         # What rules derive from a program once every program is known (linter.proof: a premise proven
         # from the programs running a line), computed once per (key, program) however many findings ask.
         self._derived: dict = {}
+        # What rules derive from one module with the project (its constructions of classes another module
+        # holds), computed once per (key, module) however many rules ask; cleared when files are added.
+        self._per_module: dict = {}
 
     def derived(self, key: str, program, compute):
         """`compute(program)`, once per scan for this key and program."""
@@ -232,6 +235,13 @@ class Project:
         if slot not in self._derived:
             self._derived[slot] = compute(program)
         return self._derived[slot]
+
+    def per_module(self, key: str, file: FileFacts, compute):
+        """`compute(file)`, once per scan for this key and module (until files are added)."""
+        slot = (key, file.abspath)
+        if slot not in self._per_module:
+            self._per_module[slot] = compute(file)
+        return self._per_module[slot]
 
     def add(self, files: list = (), shells: list = ()) -> None:
         for file in files:
@@ -244,6 +254,7 @@ class Project:
         self._flow_cache.clear()  # a file added may be a module a flow reaches
         self.run_configs.clear()
         self._trains_cache.clear()
+        self._per_module.clear()
 
     # -- modules -----------------------------------------------------------------------------
     def module_file(self, importer: FileFacts, module: str) -> Optional[FileFacts]:

@@ -3,17 +3,15 @@ cores; a user's may have 64)."""
 
 from __future__ import annotations
 
-import gc
 import os
-from contextlib import contextmanager
 from pathlib import Path
 
+from acclint.linter.collector import COLLECT_EVERY, collect, gc_paused
 from acclint.linter.limits import Limits
 from acclint.linter.pool import OneProcess, Pool, file_size
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
-_COLLECT_EVERY = 256  # files between manual collections while automatic GC is off
 
 
 def default_jobs() -> int:
@@ -32,19 +30,6 @@ def display_path(path: Path, cwd: Path) -> str:
         return absolute.as_posix()
 
 
-@contextmanager
-def gc_paused():
-    """Facts are long-lived and free of cycles: automatic full collections would re-walk all of
-    them again and again (a quarter of the scan's CPU), so collect by hand instead."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def analyse_files(jobs_list: list, rules: list, jobs: int, advance=lambda count=1: None,
                   limits: Limits = Limits()) -> list:
     """Outcomes of `jobs_list` ((abspath, display) pairs), in its order."""
@@ -55,8 +40,8 @@ def analyse_files(jobs_list: list, rules: list, jobs: int, advance=lambda count=
                 for number, job in enumerate(jobs_list, start=1):
                     outcomes.append(analyse(job))
                     advance()
-                    if number % _COLLECT_EVERY == 0:
-                        gc.collect()
+                    if number % COLLECT_EVERY == 0:
+                        collect()
             return outcomes
         # Largest files first: sizes vary by 1000x and neighbours cluster. The outcomes go back in the
         # order of `jobs_list`: callers pair them with their jobs (the cache stores each under its job's path).
