@@ -98,7 +98,10 @@ class ConfigFiles:
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            root = yaml.compose(text, Loader=loader)
+            # A stream of several documents: the first holds the values. Model zoos keep the values, their
+            # help texts and their choices in three documents of one file, and read them in that order
+            # (`cfg, helper, choices = yaml.load_all(...)` in their model_utils/config.py).
+            root = next(iter(yaml.compose_all(text, Loader=loader)), None)
         except (yaml.YAMLError, ValueError, RecursionError) as exc:
             return ConfigValues(abspath, problem=f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else exc}")
         out = ConfigValues(abspath)

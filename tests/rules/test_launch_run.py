@@ -1,0 +1,106 @@
+"""What a launch line starts (acclint.rules.launch_run): how many processes, on which device, and the
+premises ACL205 states from them."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from acclint.config import Config
+from acclint.linter.analyze import analyze_file
+from acclint.linter.config_values import ConfigFiles
+from acclint.linter.context import ProgramContext
+from acclint.linter.facts import FileFacts
+from acclint.linter.project import Project
+from acclint.linter.engine import scan
+from acclint.rules import all_rules
+from acclint.rules.determinism import _ZOO_CONFIG_TRAIN, _ZOO_CONFIGS
+from acclint.rules.launch_run import other_device
+
+RULES = {rule.code: rule for rule in all_rules()}
+
+NPU_TRAIN = """\
+import torch
+import torch_npu
+
+if __name__ == "__main__":
+    torch.distributed.init_process_group("hccl")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2, 2).npu()).sum().backward()
+    optimizer.step()
+"""
+
+
+def write(root: Path, files: dict) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    (root / "pyproject.toml").write_text("", encoding="utf-8")
+    return root
+
+
+def acl205(root: Path) -> dict:
+    result = scan([root], [RULES["ACL205"]], Config(preview=True), jobs=1, cwd=root)
+    assert result.errors == []
+    return {(f.path, f.line): f for f in result.findings if f.rule == "ACL205"}
+
+
+def launcher(count: int) -> str:
+    return ("#!/bin/bash\nsource /usr/local/Ascend/ascend-toolkit/set_env.sh\n"
+            f"NUM_GPUS_PER_WORKER={count}\n"
+            "python -m torch.distributed.launch --nproc_per_node $NUM_GPUS_PER_WORKER train.py\n")
+
+
+def test_a_launcher_told_to_start_several_processes_proves_the_run_material(tmp_path):
+    found = acl205(write(tmp_path, {"train.py": NPU_TRAIN, "train_full_8p.sh": launcher(8)}))
+    finding = found[("train_full_8p.sh", 4)]
+    premises = {p.premise: (p.proven, p.evidence) for p in finding.premises}
+    assert premises["material"] == (True, "torch.distributed.launch --nproc_per_node 8 at train_full_8p.sh:4 "
+                                          "starts 8 processes")
+    assert finding.proven
+
+
+def test_a_launcher_told_to_start_one_process_is_no_multi_card_run(tmp_path):
+    assert acl205(write(tmp_path, {"train.py": NPU_TRAIN, "train_full_1p.sh": launcher(1)})) == {}
+
+
+def test_a_rank_loop_proves_its_size_by_the_world_size_it_exports(tmp_path):
+    script = ("#!/bin/bash\nexport RANK_SIZE=8\nfor((RANK_ID=0;RANK_ID<RANK_SIZE;RANK_ID++)); do\n"
+              "    export RANK_ID=$RANK_ID\n    python3 train.py > train_$RANK_ID.log 2>&1 &\ndone\n")
+    finding = acl205(write(tmp_path, {"train.py": NPU_TRAIN, "train_full_8p.sh": script}))[("train_full_8p.sh", 5)]
+    material = next(p for p in finding.premises if p.premise == "material")
+    assert material.proven and material.evidence == "RANK_SIZE=8 (line 2) for the launch at train_full_8p.sh:5"
+
+
+def test_the_config_a_launch_loads_by_default_selects_its_device(tmp_path):
+    files = {"train.py": _ZOO_CONFIG_TRAIN, **_ZOO_CONFIGS,
+             "run_distribute_train_gpu.sh": "#!/bin/bash\nmpirun -n 8 python train.py\n",
+             "run_distribute_train_ascend.sh": "#!/bin/bash\nmpirun -n 8 python train.py "
+                                               "--config_path=./default_config.yaml\n"}
+    found = acl205(write(tmp_path, files))
+    assert set(found) == {("run_distribute_train_ascend.sh", 2)}  # the GPU launch loads default_config_gpu.yaml
+
+
+def test_the_device_key_of_the_loaded_config_is_the_evidence(tmp_path):
+    root = write(tmp_path, {"train.py": _ZOO_CONFIG_TRAIN, **_ZOO_CONFIGS,
+                            "run_gpu.sh": "#!/bin/bash\nmpirun -n 8 python train.py\n"})
+    outcomes = [analyze_file(str(root / name), name, []) for name in ("train.py", "run_gpu.sh")]
+    facts = [o.facts for o in outcomes]
+    shells = [f for f in facts if not isinstance(f, FileFacts)]
+    project = Project([f for f in facts if isinstance(f, FileFacts)], shells, [str(root)])
+    program = next(p for p in project.programs() if p.entry.path == "train.py")
+    shell, launch = next(run.launches[0] for run in project.runs(shells))
+    context = ProgramContext(program=program, project=project, sink=None)
+    assert other_device(context, shell, launch) == ("device_target: GPU in default_config_gpu.yaml:1 (the default of "
+                                                    "`--config_path` at train.py:12)")
+
+
+def test_a_stream_of_several_yaml_documents_holds_its_values_in_the_first(tmp_path):
+    path = tmp_path / "default_config.yaml"
+    path.write_text("device_target: GPU\nlr: 0.1\n---\ndevice_target: 'Ascend/GPU/CPU, the device'\n"
+                    "---\ndevice_target: ['Ascend', 'GPU']\n", encoding="utf-8")
+    values = ConfigFiles().read(str(path))
+    assert values.problem is None
+    assert values.values[("device_target",)].value == "GPU" and values.values[("lr",)].value == 0.1
