@@ -15,7 +15,7 @@ from acclint.linter.project import Project
 from acclint.linter.engine import scan
 from acclint.rules import all_rules
 from acclint.rules.determinism import _ZOO_CONFIG_TRAIN, _ZOO_CONFIGS
-from acclint.rules.launch_run import other_device
+from acclint.rules.launch_run import one_process, other_device
 
 RULES = {rule.code: rule for rule in all_rules()}
 
@@ -104,3 +104,50 @@ def test_a_stream_of_several_yaml_documents_holds_its_values_in_the_first(tmp_pa
     values = ConfigFiles().read(str(path))
     assert values.problem is None
     assert values.values[("device_target",)].value == "GPU" and values.values[("lr",)].value == 0.1
+
+
+def program_and_launch(root: Path, files: dict, entry: str):
+    write(root, files)
+    names = list(files)
+    outcomes = [analyze_file(str(root / name), name, []) for name in names]
+    facts = [o.facts for o in outcomes]
+    shells = [f for f in facts if not isinstance(f, FileFacts)]
+    project = Project([f for f in facts if isinstance(f, FileFacts)], shells, [str(root)])
+    program = next(p for p in project.programs() if p.entry.path == entry)
+    shell, launch = next(run.launches[0] for run in project.runs(shells))
+    return program, launch, f"{shell.path}:{launch.span.line}"
+
+
+SPAWNING = """\
+import torch
+import torch.multiprocessing as mp
+
+
+def worker(rank):
+    torch.distributed.init_process_group("hccl", rank=rank, world_size=8)
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2, 2)).sum().backward()
+    optimizer.step()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=8)
+"""
+
+
+def test_one_python_line_of_a_program_that_spawns_nothing_is_one_process(tmp_path):
+    program, launch, at = program_and_launch(tmp_path, {"train.py": NPU_TRAIN,
+                                                        "run.sh": "#!/bin/bash\npython train.py &\n"}, "train.py")
+    assert one_process(launch, at, program) == ("one `python` process at run.sh:2, in no loop, with no world size "
+                                                "exported, and train.py starts no workers of its own")
+    assert one_process(launch, at) is None  # the program unknown: it may spawn
+
+
+def test_a_python_line_in_a_loop_or_of_a_spawning_program_is_not_one_process(tmp_path):
+    loop = "#!/bin/bash\nfor i in 0 1 2 3; do\n    python train.py --rank $i &\ndone\n"
+    program, launch, at = program_and_launch(tmp_path / "loop", {"train.py": NPU_TRAIN, "run.sh": loop}, "train.py")
+    assert launch.repeated and one_process(launch, at, program) is None
+    program, launch, at = program_and_launch(tmp_path / "spawn", {"main.py": SPAWNING,
+                                                                  "run.sh": "#!/bin/bash\npython main.py\n"}, "main.py")
+    assert one_process(launch, at, program) is None

@@ -858,8 +858,46 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "the Ascend launch passes the Ascend config of a program whose default config is the GPU one",
         ),
+        Example(
+            {
+                "main.py": """
+                    import torch
+                    import torch.multiprocessing as mp
+                    import torch_npu
+
+
+                    def worker(rank):
+                        torch.distributed.init_process_group("hccl", rank=rank, world_size=8)
+                        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 2).npu()).sum().backward()
+                        optimizer.step()
+
+
+                    if __name__ == "__main__":
+                        mp.spawn(worker, nprocs=8)
+                """,
+                "train_full_8p.sh": """
+                    #!/bin/bash
+                    source /usr/local/Ascend/ascend-toolkit/set_env.sh
+                    python3 main.py --multiprocessing-distributed  # expect: ACL205
+                """,
+            },
+            "one `python` line whose program spawns a worker per card itself",
+        ),
     )
     valid = (
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN,
+                "run_standalone_train_ascend.sh": """
+                    #!/bin/bash
+                    export DEVICE_ID=$1
+                    python train.py --device_target Ascend --run_distribute True > log.txt 2>&1 &
+                """,
+            },
+            "one `python` process, in no loop and with no world size exported: a one-card run",
+        ),
         Example(
             {
                 "train.py": _ZOO_CONFIG_TRAIN,
@@ -1085,7 +1123,8 @@ class HcclDeterministicUnset(ProgramRule):
         # Never blamed on a launch that selects another device (a GPU script, by its flags or the config it
         # loads) nor on one that starts a single process: HCCL reduces nothing there.
         on_npu = [(shell, launch) for shell, launch in ctx.program.launches
-                  if other_device(ctx, shell, launch) is None and one_process(launch, _at(shell, launch)) is None]
+                  if other_device(ctx, shell, launch) is None
+                  and one_process(launch, _at(shell, launch), ctx.program) is None]
         npu_launch = [(shell, launch, evidence) for shell, launch in on_npu
                       if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
         if not self._needs_hccl(ctx, facts) and not npu_launch:

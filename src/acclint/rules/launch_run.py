@@ -5,7 +5,8 @@ on Ascend. Both are read from what the launch line and the configuration it load
 
 - the processes: a launcher's own count (`torchrun --nproc_per_node 1`, `mpirun -n 8`, `msrun
   --worker_num 8`), as a number once the script's variables are expanded; for a plain `python` line, the
-  world size the script exports for it (`RANK_SIZE=1`);
+  world size the script exports for it (`RANK_SIZE=1`), else one process when no loop repeats the line
+  and the program spawns no workers itself (`torch.multiprocessing.spawn`);
 - the device: a launch flag that names it (`--device_target GPU`), else a top-level key of the
   configuration file the run loads (passed on the line, or the default of the program's `--config_path`
   option: `device_target: GPU` in a model zoo's `default_config_gpu.yaml`).
@@ -79,10 +80,23 @@ def _world_size(launch, shown_at: str) -> Optional[Processes]:
     return None
 
 
-def one_process(launch, shown_at: str) -> Optional[str]:
-    """Evidence that the run of `launch` is a single process, where no collective reduces anything."""
+def one_process(launch, shown_at: str, program=None) -> Optional[str]:
+    """Evidence that the run of `launch` is a single process, where no collective reduces anything. A plain
+    `python` line that exports no world size is one when it is not repeated by a loop and `program` (the
+    program it starts, when known) starts no workers of its own."""
     found = processes(launch, shown_at)
-    return found.evidence if found is not None and found.count == 1 else None
+    if found is not None:
+        return found.evidence if found.count == 1 else None
+    if program is None or launch.launcher in _hints()["multi_process_launchers"] or launch.repeated:
+        return None
+    env = launch.effective_env()
+    if any(name in env for name in _hints()["world_size_env"]):
+        return None  # a world size acclint cannot read
+    spawners = frozenset(_hints()["process_spawners"])
+    if any(step.fact.names & spawners for step in program.calls()):
+        return None
+    return (f"one `python` process at {shown_at}, in no loop, with no world size exported, and "
+            f"{program.entry.path} starts no workers of its own")
 
 
 def other_device(ctx, shell, launch) -> Optional[str]:
