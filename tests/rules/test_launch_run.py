@@ -101,9 +101,10 @@ def test_a_stream_of_several_yaml_documents_holds_its_values_in_the_first(tmp_pa
     path = tmp_path / "default_config.yaml"
     path.write_text("device_target: GPU\nlr: 0.1\n---\ndevice_target: 'Ascend/GPU/CPU, the device'\n"
                     "---\ndevice_target: ['Ascend', 'GPU']\n", encoding="utf-8")
-    values = ConfigFiles().read(str(path))
+    values = ConfigFiles().read(str(path), first_document=True)
     assert values.problem is None
     assert values.values[("device_target",)].value == "GPU" and values.values[("lr",)].value == 0.1
+    assert ConfigFiles().read(str(path)).problem.startswith("invalid YAML")  # a branch's opt-in is not read from it
 
 
 def program_and_launch(root: Path, files: dict, entry: str):
@@ -151,3 +152,11 @@ def test_a_python_line_in_a_loop_or_of_a_spawning_program_is_not_one_process(tmp
     program, launch, at = program_and_launch(tmp_path / "spawn", {"main.py": SPAWNING,
                                                                   "run.sh": "#!/bin/bash\npython main.py\n"}, "main.py")
     assert one_process(launch, at, program) is None
+
+
+def test_a_count_from_a_script_argument_with_a_default_is_the_callers_choice(tmp_path):
+    script = ("#!/bin/bash\nsource /usr/local/Ascend/ascend-toolkit/set_env.sh\nDEV_NUM=${2:-1}\n"
+              "msrun --worker_num=$DEV_NUM --local_worker_num=$DEV_NUM train.py\n")
+    found = acl205(write(tmp_path, {"train.py": NPU_TRAIN, "run_train.sh": script}))
+    finding = found[("run_train.sh", 4)]  # the README's 4 cards as much as the default 1: still a multi-card launch
+    assert "material" not in {p.premise for p in finding.premises}

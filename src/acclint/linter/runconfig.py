@@ -127,7 +127,12 @@ class RunConfig:
     """The configuration of the runs of one program: `entry` and the files its flow reaches,
     started by `launches` ((label, LaunchCommand, folders a relative path is resolved from))."""
 
-    def __init__(self, project, entry: FileFacts, files: list, launches: list, use_fields: bool = True):
+    def __init__(self, project, entry: FileFacts, files: list, launches: list, use_fields: bool = True,
+                 lenient: bool = False):
+        """`lenient`: also follow a config option's default built by a path join, and read a YAML stream of
+        several documents by its first: enough to read one key of the run (its device), not to call a branch
+        an opt-in."""
+        self.lenient = lenient
         self.project = project
         self.entry = entry
         self.files = files
@@ -315,7 +320,8 @@ class RunConfig:
                     continue
                 words = [a.value.literal for a in call.args if a.keyword is None and isinstance(a.value.literal, str)]
                 default = call.arg("default")
-                value = _default_path(default.value) if default is not None else None
+                value = None if default is None else _default_path(default.value) if self.lenient \
+                    else default.value.literal
                 spelled = {w.lstrip("-") for w in words}
                 if not (spelled & names or is_config_path(value)):
                     continue
@@ -374,7 +380,7 @@ class RunConfig:
             if path is None:
                 run.unread = f"the config it loads by default ({written}) is not in the project"
                 continue
-            run.configs.append((self.reader.read(path), _display(self.entry, path), loaded_by))
+            run.configs.append((self._read(path), _display(self.entry, path), loaded_by))
         run.configs.extend(self.hydra)
         if not self.defaults and self.config_options and not self.hydra:
             run.unread = (f"the config file it loads is named at launch (`{sorted(self.config_options)[0]}`), "
@@ -403,10 +409,10 @@ class RunConfig:
             if path is None:
                 run.unread = f"the config {text} passed at {where} is not in the project"
                 continue
-            if self.reader.read(path).problem is not None:
-                run.broken = f"the config {text} passed at {where} could not be read ({self.reader.read(path).problem})"
+            if self._read(path).problem is not None:
+                run.broken = f"the config {text} passed at {where} could not be read ({self._read(path).problem})"
                 continue
-            run.configs.append((self.reader.read(path), _display(self.entry, path), f"passed at {where}"))
+            run.configs.append((self._read(path), _display(self.entry, path), f"passed at {where}"))
         run.configs.extend(self.hydra + groups)
         return run
 
@@ -426,6 +432,9 @@ class RunConfig:
                 continue
             out.extend(composed)
         return out
+
+    def _read(self, path: str):
+        return self.reader.read(path, first_document=self.lenient)
 
     def _roots(self) -> list:
         """Where a config path written relative to the project (`configs/train.yaml`) is found."""

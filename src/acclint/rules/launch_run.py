@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
-from acclint.linter.runconfig import run_config
+from acclint.linter.runconfig import RunConfig
 
 
 @lru_cache(maxsize=1)
@@ -118,7 +118,12 @@ def other_device(ctx, shell, launch) -> Optional[str]:
 
 def _configured_device(ctx, shell, launch, words: tuple, devices: frozenset) -> Optional[str]:
     label = f"{shell.path}:{launch.span.line}"
-    config = run_config(ctx.project, ctx.program, [(label, launch, ctx.project.launch_folders(shell.abspath))])
+    program, key = ctx.program, ("device", ctx.program.entry.abspath, label)
+    config = ctx.project.run_configs.get(key)
+    if config is None:
+        config = ctx.project.run_configs[key] = RunConfig(
+            ctx.project, program.entry, program.files, [(label, launch, ctx.project.launch_folders(shell.abspath))],
+            lenient=True)
     seen = set()
     for values, display, loaded_by in reversed(config.runs[0].configs):  # the last loaded overrides
         for path, entry in values.values.items():
