@@ -14,22 +14,11 @@ from acclint.linter.facts import FileFacts
 from acclint.linter.project import Project
 from acclint.linter.engine import scan
 from acclint.rules import all_rules
-from acclint.rules.determinism import _ZOO_CONFIG_TRAIN, _ZOO_CONFIGS
+from acclint.rules.determinism import _ZOO_CONFIG_TRAIN, _ZOO_CONFIGS, NPU_DDP_TRAIN
 from acclint.rules.launch_run import one_process, other_device
 
 RULES = {rule.code: rule for rule in all_rules()}
 
-NPU_TRAIN = """\
-import torch
-import torch_npu
-
-if __name__ == "__main__":
-    torch.distributed.init_process_group("hccl")
-    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    model(torch.ones(2, 2).npu()).sum().backward()
-    optimizer.step()
-"""
 
 
 def write(root: Path, files: dict) -> Path:
@@ -54,7 +43,7 @@ def launcher(count: int) -> str:
 
 
 def test_a_launcher_told_to_start_several_processes_proves_the_run_material(tmp_path):
-    found = acl205(write(tmp_path, {"train.py": NPU_TRAIN, "train_full_8p.sh": launcher(8)}))
+    found = acl205(write(tmp_path, {"train.py": NPU_DDP_TRAIN, "train_full_8p.sh": launcher(8)}))
     finding = found[("train_full_8p.sh", 4)]
     premises = {p.premise: (p.proven, p.evidence) for p in finding.premises}
     assert premises["material"] == (True, "torch.distributed.launch --nproc_per_node 8 at train_full_8p.sh:4 "
@@ -63,13 +52,13 @@ def test_a_launcher_told_to_start_several_processes_proves_the_run_material(tmp_
 
 
 def test_a_launcher_told_to_start_one_process_is_no_multi_card_run(tmp_path):
-    assert acl205(write(tmp_path, {"train.py": NPU_TRAIN, "train_full_1p.sh": launcher(1)})) == {}
+    assert acl205(write(tmp_path, {"train.py": NPU_DDP_TRAIN, "train_full_1p.sh": launcher(1)})) == {}
 
 
 def test_a_rank_loop_proves_its_size_by_the_world_size_it_exports(tmp_path):
     script = ("#!/bin/bash\nexport RANK_SIZE=8\nfor((RANK_ID=0;RANK_ID<RANK_SIZE;RANK_ID++)); do\n"
               "    export RANK_ID=$RANK_ID\n    python3 train.py > train_$RANK_ID.log 2>&1 &\ndone\n")
-    finding = acl205(write(tmp_path, {"train.py": NPU_TRAIN, "train_full_8p.sh": script}))[("train_full_8p.sh", 5)]
+    finding = acl205(write(tmp_path, {"train.py": NPU_DDP_TRAIN, "train_full_8p.sh": script}))[("train_full_8p.sh", 5)]
     material = next(p for p in finding.premises if p.premise == "material")
     assert material.proven and material.evidence == "RANK_SIZE=8 (line 2) for the launch at train_full_8p.sh:5"
 
@@ -138,7 +127,7 @@ if __name__ == "__main__":
 
 
 def test_one_python_line_of_a_program_that_spawns_nothing_is_one_process(tmp_path):
-    program, launch, at = program_and_launch(tmp_path, {"train.py": NPU_TRAIN,
+    program, launch, at = program_and_launch(tmp_path, {"train.py": NPU_DDP_TRAIN,
                                                         "run.sh": "#!/bin/bash\npython train.py &\n"}, "train.py")
     assert one_process(launch, at, program) == ("one `python` process at run.sh:2, in no loop, with no world size "
                                                 "exported, and train.py starts no workers of its own")
@@ -147,7 +136,7 @@ def test_one_python_line_of_a_program_that_spawns_nothing_is_one_process(tmp_pat
 
 def test_a_python_line_in_a_loop_or_of_a_spawning_program_is_not_one_process(tmp_path):
     loop = "#!/bin/bash\nfor i in 0 1 2 3; do\n    python train.py --rank $i &\ndone\n"
-    program, launch, at = program_and_launch(tmp_path / "loop", {"train.py": NPU_TRAIN, "run.sh": loop}, "train.py")
+    program, launch, at = program_and_launch(tmp_path / "loop", {"train.py": NPU_DDP_TRAIN, "run.sh": loop}, "train.py")
     assert launch.repeated and one_process(launch, at, program) is None
     program, launch, at = program_and_launch(tmp_path / "spawn", {"main.py": SPAWNING,
                                                                   "run.sh": "#!/bin/bash\npython main.py\n"}, "main.py")
@@ -157,6 +146,6 @@ def test_a_python_line_in_a_loop_or_of_a_spawning_program_is_not_one_process(tmp
 def test_a_count_from_a_script_argument_with_a_default_is_the_callers_choice(tmp_path):
     script = ("#!/bin/bash\nsource /usr/local/Ascend/ascend-toolkit/set_env.sh\nDEV_NUM=${2:-1}\n"
               "msrun --worker_num=$DEV_NUM --local_worker_num=$DEV_NUM train.py\n")
-    found = acl205(write(tmp_path, {"train.py": NPU_TRAIN, "run_train.sh": script}))
+    found = acl205(write(tmp_path, {"train.py": NPU_DDP_TRAIN, "run_train.sh": script}))
     finding = found[("run_train.sh", 4)]  # the README's 4 cards as much as the default 1: still a multi-card launch
     assert "material" not in {p.premise for p in finding.premises}

@@ -629,6 +629,20 @@ _DUAL_DEVICE_MS_TRAIN = """
 """
 
 
+# A torch_npu data-parallel training step on an HCCL process group.
+NPU_DDP_TRAIN = """
+    import torch
+    import torch_npu
+
+    if __name__ == "__main__":
+        torch.distributed.init_process_group("hccl")
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2, 2).npu()).sum().backward()
+        optimizer.step()
+"""
+
+
 # A model-zoo entry whose device comes from the config file it loads: by default the GPU one, which the
 # option's default names through a path join (model_utils/config.py style).
 _ZOO_CONFIG_TRAIN = """
@@ -671,8 +685,11 @@ class HcclDeterministicUnset(ProgramRule):
         "data-preparation script (one that does not train) is not reported. When the script is not on disk, the "
         "launch line is reported only if it shows it trains (a training word in the script's name such as "
         "`pretrain_gpt.py`, or a flag such as `--train-iters`). A launch that selects another device "
-        "(`--device_target GPU`) is never blamed, and launch lines of "
-        "one run (a line per rank) are one finding.",
+        "(`--device_target GPU`, or a device key of the config file it loads, such as the GPU config a model "
+        "zoo's `--config_path` defaults to) is never blamed, nor one that starts a single process "
+        "(`--nproc_per_node 1`, `RANK_SIZE=1`, or one `python` line in no loop whose program spawns no workers); "
+        "a launch line that writes its process count states it as the evidence that HCCL reduces across "
+        "processes. Launch lines of one run (a line per rank) are one finding.",
         why="HCCL's reduction collectives (AllReduce, ReduceScatter, Reduce) are nondeterministic by default "
         "(`false`): gradient sums change order between runs, so loss curves drift apart even on the same NPUs. "
         "NCCL on the GPU side has its own order; only a deterministic HCCL makes NPU runs repeatable.",
@@ -912,17 +929,7 @@ class HcclDeterministicUnset(ProgramRule):
         ),
         Example(
             {
-                "train.py": """
-                    import torch
-                    import torch_npu
-
-                    if __name__ == "__main__":
-                        torch.distributed.init_process_group("hccl")
-                        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
-                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-                        model(torch.ones(2, 2).npu()).sum().backward()
-                        optimizer.step()
-                """,
+                "train.py": NPU_DDP_TRAIN,
                 "train_full_1p.sh": """
                     #!/bin/bash
                     source /usr/local/Ascend/ascend-toolkit/set_env.sh
