@@ -8,7 +8,6 @@ from pathlib import Path
 
 from acclint.config import Config
 from acclint.linter.analyze import analyze_file
-from acclint.linter.config_values import ConfigFiles
 from acclint.linter.context import ProgramContext
 from acclint.linter.facts import FileFacts
 from acclint.linter.project import Project
@@ -84,16 +83,6 @@ def test_the_device_key_of_the_loaded_config_is_the_evidence(tmp_path):
     context = ProgramContext(program=program, project=project, sink=None)
     assert other_device(context, shell, launch) == ("device_target: GPU in default_config_gpu.yaml:1 (the default of "
                                                     "`--config_path` at train.py:12)")
-
-
-def test_a_stream_of_several_yaml_documents_holds_its_values_in_the_first(tmp_path):
-    path = tmp_path / "default_config.yaml"
-    path.write_text("device_target: GPU\nlr: 0.1\n---\ndevice_target: 'Ascend/GPU/CPU, the device'\n"
-                    "---\ndevice_target: ['Ascend', 'GPU']\n", encoding="utf-8")
-    values = ConfigFiles().read(str(path), first_document=True)
-    assert values.problem is None
-    assert values.values[("device_target",)].value == "GPU" and values.values[("lr",)].value == 0.1
-    assert ConfigFiles().read(str(path)).problem.startswith("invalid YAML")  # a branch's opt-in is not read from it
 
 
 def program_and_launch(root: Path, files: dict, entry: str):

@@ -74,20 +74,15 @@ class ConfigFiles:
             self._texts[abspath] = _read_text(abspath, _settings()["max_bytes"])
         return self._texts[abspath]
 
-    def read(self, abspath: str, first_document: bool = False) -> ConfigValues:
-        """`first_document`: a YAML stream of several documents holds its values in the first (model zoos keep
-        the values, their help texts and their choices in three documents of one file and read them in that
-        order: `cfg, helper, choices = yaml.load_all(...)` in their model_utils/config.py); otherwise such a
-        file is one that could not be read."""
+    def read(self, abspath: str) -> ConfigValues:
         abspath = os.path.normpath(abspath)
-        key = (abspath, first_document)
-        found = self._read.get(key)
+        found = self._read.get(abspath)
         if found is None:
-            self._read[key] = ConfigValues(abspath, problem="inherits from itself")  # a cycle stops here
-            found = self._read[key] = _owned(self._parse(abspath, first_document))
+            self._read[abspath] = ConfigValues(abspath, problem="inherits from itself")  # a cycle stops here
+            found = self._read[abspath] = _owned(self._parse(abspath))
         return found
 
-    def _parse(self, abspath: str, first_document: bool = False) -> ConfigValues:
+    def _parse(self, abspath: str) -> ConfigValues:
         text = self.text(abspath)
         if text is None:
             return ConfigValues(abspath, problem="not found, unreadable or over the size limit")
@@ -95,16 +90,17 @@ class ConfigFiles:
             return self._python(abspath, text)
         if abspath.endswith(".json"):
             return _json(abspath, text)
-        return self._yaml(abspath, text, first_document)
+        return self._yaml(abspath, text)
 
     # -- YAML ----------------------------------------------------------------------------------
-    def _yaml(self, abspath: str, text: str, first_document: bool = False) -> ConfigValues:
+    def _yaml(self, abspath: str, text: str) -> ConfigValues:
         import yaml
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            root = next(iter(yaml.compose_all(text, Loader=loader)), None) if first_document \
-                else yaml.compose(text, Loader=loader)
+            # A stream of several documents holds the configuration first: MindSpore's model zoo writes
+            # (config, help texts, choices) and reads them with `yaml.load_all` (model_utils/config.py).
+            root = next(iter(yaml.compose_all(text, Loader=loader)), None)
         except (yaml.YAMLError, ValueError, RecursionError) as exc:
             return ConfigValues(abspath, problem=f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else exc}")
         out = ConfigValues(abspath)

@@ -129,9 +129,8 @@ class RunConfig:
 
     def __init__(self, project, entry: FileFacts, files: list, launches: list, use_fields: bool = True,
                  lenient: bool = False):
-        """`lenient`: also follow a config option's default built by a path join, and read a YAML stream of
-        several documents by its first: enough to read one key of the run (its device), not to call a branch
-        an opt-in."""
+        """`lenient`: also follow a config option's default built by a path join: enough to read one key of the
+        run (its device), not to call a branch an opt-in."""
         self.lenient = lenient
         self.project = project
         self.entry = entry
@@ -380,7 +379,7 @@ class RunConfig:
             if path is None:
                 run.unread = f"the config it loads by default ({written}) is not in the project"
                 continue
-            run.configs.append((self._read(path), _display(self.entry, path), loaded_by))
+            run.configs.append((self.reader.read(path), _display(self.entry, path), loaded_by))
         run.configs.extend(self.hydra)
         if not self.defaults and self.config_options and not self.hydra:
             run.unread = (f"the config file it loads is named at launch (`{sorted(self.config_options)[0]}`), "
@@ -405,14 +404,15 @@ class RunConfig:
             run.configs.extend(groups)
             return run
         for text, where in passed:
+            text = _unwrap_path(text)
             path = self._find(text, folders + [os.path.dirname(self.entry.abspath), *self._roots()])
             if path is None:
                 run.unread = f"the config {text} passed at {where} is not in the project"
                 continue
-            if self._read(path).problem is not None:
-                run.broken = f"the config {text} passed at {where} could not be read ({self._read(path).problem})"
+            if self.reader.read(path).problem is not None:
+                run.broken = f"the config {text} passed at {where} could not be read ({self.reader.read(path).problem})"
                 continue
-            run.configs.append((self._read(path), _display(self.entry, path), f"passed at {where}"))
+            run.configs.append((self.reader.read(path), _display(self.entry, path), f"passed at {where}"))
         run.configs.extend(self.hydra + groups)
         return run
 
@@ -432,9 +432,6 @@ class RunConfig:
                 continue
             out.extend(composed)
         return out
-
-    def _read(self, path: str):
-        return self.reader.read(path, first_document=self.lenient)
 
     def _roots(self) -> list:
         """Where a config path written relative to the project (`configs/train.yaml`) is found."""
@@ -477,6 +474,17 @@ def _configuration_names(files) -> frozenset:
             if any(d.names & mains or (d.base or "") in mains for d in function.decorators):
                 names.update(function.params)
     return frozenset(names)
+
+
+# `$(realpath configs/a.yaml)`, `$(readlink -f cfg.yaml)`, `$(get_real_path "./configs/a.yml")`: a launch script's
+# path normaliser (a command or a shell function named for what it does) applied to a literal path names that file.
+_PATH_NORMALISER = re.compile(
+    r"""^\$\((?:realpath|readlink|[A-Za-z_]*(?:path|real|abs)[A-Za-z_]*)(?:\s+-[a-z]+)*\s+["']?([^"'$()`\s]+)["']?\s*\)$""")
+
+
+def _unwrap_path(text: Any) -> Any:
+    found = _PATH_NORMALISER.match(text) if isinstance(text, str) else None
+    return found.group(1) if found else text
 
 
 def _positionals(args) -> list:
