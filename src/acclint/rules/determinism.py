@@ -1131,7 +1131,7 @@ class HcclDeterministicUnset(ProgramRule):
         # loads) nor on one that starts a single process: HCCL reduces nothing there.
         on_npu = [(shell, launch) for shell, launch in ctx.program.launches
                   if other_device(ctx, shell, launch) is None
-                  and one_process(launch, _at(shell, launch), ctx.program) is None]
+                  and one_process(launch, _at(shell, launch), ctx.program, shell) is None]
         npu_launch = [(shell, launch, evidence) for shell, launch in on_npu
                       if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
         if not self._needs_hccl(ctx, facts) and not npu_launch:

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Optional
 
 from acclint.knowledge import table
+from acclint.linter.causes import run_key
 from acclint.linter.runconfig import RunConfig
 
 
@@ -80,14 +81,19 @@ def _world_size(launch, shown_at: str) -> Optional[Processes]:
     return None
 
 
-def one_process(launch, shown_at: str, program=None) -> Optional[str]:
+def one_process(launch, shown_at: str, program=None, shell=None) -> Optional[str]:
     """Evidence that the run of `launch` is a single process, where no collective reduces anything. A plain
-    `python` line that exports no world size is one when it is not repeated by a loop and `program` (the
+    `python` line that exports no world size is one when no loop repeats it or another line of its run in
+    `shell` (rank 0 in the foreground, the others in a loop: linter.causes.run_key), and `program` (the
     program it starts, when known) starts no workers of its own."""
     found = processes(launch, shown_at)
     if found is not None:
         return found.evidence if found.count == 1 else None
-    if program is None or launch.launcher in _hints()["multi_process_launchers"] or launch.repeated:
+    if program is None or launch.launcher in _hints()["multi_process_launchers"]:
+        return None
+    run = run_key(launch)
+    if any(line.repeated for line in (shell.script.launches if shell is not None else ()) if run_key(line) == run) \
+            or launch.repeated:
         return None
     env = launch.effective_env()
     if any(name in env for name in _hints()["world_size_env"]):
