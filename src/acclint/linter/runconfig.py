@@ -152,7 +152,11 @@ class RunConfig:
     """The configuration of the runs of one program: `entry` and the files its flow reaches,
     started by `launches` ((label, LaunchCommand, folders a relative path is resolved from))."""
 
-    def __init__(self, project, entry: FileFacts, files: list, launches: list, use_fields: bool = True):
+    def __init__(self, project, entry: FileFacts, files: list, launches: list, use_fields: bool = True,
+                 lenient: bool = False):
+        """`lenient`: also follow a config option's default built by a path join: enough to read one key of the
+        run (its device), not to call a branch an opt-in."""
+        self.lenient = lenient
         self.project = project
         self.entry = entry
         self.files = files
@@ -412,7 +416,8 @@ class RunConfig:
                     continue
                 words = [a.value.literal for a in call.args if a.keyword is None and isinstance(a.value.literal, str)]
                 default = call.arg("default")
-                value = default.value.literal if default is not None else None
+                value = None if default is None else _default_path(default.value) if self.lenient \
+                    else default.value.literal
                 spelled = {w.lstrip("-") for w in words}
                 if not (spelled & names or is_config_path(value)):
                     continue
@@ -540,6 +545,16 @@ class RunConfig:
             if os.path.isfile(candidate):
                 return candidate
         return None
+
+
+def _default_path(value) -> Any:
+    """An option's default as written: a literal, or the file a path join ends in (`os.path.join(current_dir,
+    "../default_config.yaml")`, the model zoos' `--config_path`), found from the declaring file's folder."""
+    if isinstance(value.literal, str) or not value.base_call or value.chain \
+            or value.base not in _settings()["path_joins"] or not value.base_args:
+        return value.literal
+    last = value.base_args[-1].value.literal
+    return last if is_config_path(last) else value.literal
 
 
 def _configuration_names(files) -> frozenset:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from acclint.findings import Premise
 from acclint.knowledge import table
 from acclint.linter.context import ProgramContext
 from acclint.linter.edits import InsertLine, InsertStatement, ReplaceValue, SetArgument, safe_fix, unsafe_fix
@@ -16,6 +17,7 @@ from acclint.rules.deterministic_ops import nondeterministic_uses
 from acclint.rules.device_pins import runs_only_off
 from acclint.rules.dropout_values import complement_of, default_keep, keep_first, probability_arg, switch_off
 from acclint.rules.flags import runs_only_when
+from acclint.rules.launch_run import one_process, other_device, processes
 from acclint.rules.program_facts import ProgramFacts, determinism_setting
 from acclint.rules.values import Origin, enclosing_function, number, passed_by_a_caller, value_origin
 
@@ -627,6 +629,48 @@ _DUAL_DEVICE_MS_TRAIN = """
 """
 
 
+# A torch_npu data-parallel training step on an HCCL process group.
+NPU_DDP_TRAIN = """
+    import torch
+    import torch_npu
+
+    if __name__ == "__main__":
+        torch.distributed.init_process_group("hccl")
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2, 2).npu()).sum().backward()
+        optimizer.step()
+"""
+
+
+# A model-zoo entry whose device comes from the config file it loads: by default the GPU one, which the
+# option's default names through a path join (model_utils/config.py style).
+_ZOO_CONFIG_TRAIN = """
+    import argparse
+    import os
+
+    import mindspore as ms
+    import yaml
+    from mindspore import nn
+    from mindspore.communication import init
+
+    current_dir = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config_path", default=os.path.join(current_dir, "default_config_gpu.yaml"))
+
+    if __name__ == "__main__":
+        args = parser.parse_args()
+        with open(args.config_path) as handle:
+            config = yaml.safe_load(handle)
+        ms.set_context(device_target=config["device_target"])
+        init()
+        net = nn.Dense(2, 2)
+        train_net = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params()))
+        train_net(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))
+"""
+_ZOO_CONFIGS = {"default_config_gpu.yaml": "device_target: GPU\n", "default_config.yaml": "device_target: Ascend\n"}
+
+
 class HcclDeterministicUnset(ProgramRule):
     code = "ACL205"
     name = "hccl-deterministic-unset"
@@ -641,8 +685,11 @@ class HcclDeterministicUnset(ProgramRule):
         "data-preparation script (one that does not train) is not reported. When the script is not on disk, the "
         "launch line is reported only if it shows it trains (a training word in the script's name such as "
         "`pretrain_gpt.py`, or a flag such as `--train-iters`). A launch that selects another device "
-        "(`--device_target GPU`) is never blamed, and launch lines of "
-        "one run (a line per rank) are one finding.",
+        "(`--device_target GPU`, or a device key of the config file it loads, such as the GPU config a model "
+        "zoo's `--config_path` defaults to) is never blamed, nor one that starts a single process "
+        "(`--nproc_per_node 1`, `RANK_SIZE=1`, or one `python` line in no loop whose program spawns no workers); "
+        "a launch line that writes its process count states it as the evidence that HCCL reduces across "
+        "processes. Launch lines of one run (a line per rank) are one finding.",
         why="HCCL's reduction collectives (AllReduce, ReduceScatter, Reduce) are nondeterministic by default "
         "(`false`): gradient sums change order between runs, so loss curves drift apart even on the same NPUs. "
         "NCCL on the GPU side has its own order; only a deterministic HCCL makes NPU runs repeatable.",
@@ -817,8 +864,81 @@ class HcclDeterministicUnset(ProgramRule):
             },
             "two launch lines of one 8-card run (rank 0, then ranks 1-7): one finding",
         ),
+        Example(
+            {
+                "train.py": _ZOO_CONFIG_TRAIN,
+                **_ZOO_CONFIGS,
+                "run_distribute_train_ascend.sh": """
+                    #!/bin/bash
+                    mpirun -n 8 python train.py --config_path=./default_config.yaml  # expect: ACL205
+                """,
+            },
+            "the Ascend launch passes the Ascend config of a program whose default config is the GPU one",
+        ),
+        Example(
+            {
+                "main.py": """
+                    import torch
+                    import torch.multiprocessing as mp
+                    import torch_npu
+
+
+                    def worker(rank):
+                        torch.distributed.init_process_group("hccl", rank=rank, world_size=8)
+                        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                        model(torch.ones(2, 2).npu()).sum().backward()
+                        optimizer.step()
+
+
+                    if __name__ == "__main__":
+                        mp.spawn(worker, nprocs=8)
+                """,
+                "train_full_8p.sh": """
+                    #!/bin/bash
+                    source /usr/local/Ascend/ascend-toolkit/set_env.sh
+                    python3 main.py --multiprocessing-distributed  # expect: ACL205
+                """,
+            },
+            "one `python` line whose program spawns a worker per card itself",
+        ),
     )
     valid = (
+        Example(
+            {
+                "train.py": _DUAL_DEVICE_MS_TRAIN,
+                "run_standalone_train_ascend.sh": """
+                    #!/bin/bash
+                    export DEVICE_ID=$1
+                    python train.py --device_target Ascend --run_distribute True > log.txt 2>&1 &
+                """,
+            },
+            "one `python` process, in no loop and with no world size exported: a one-card run",
+        ),
+        Example(
+            {
+                "train.py": _ZOO_CONFIG_TRAIN,
+                **_ZOO_CONFIGS,
+                "run_distribute_train_gpu.sh": """
+                    #!/bin/bash
+                    export RANK_SIZE=8
+                    CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 mpirun -n 8 python train.py
+                """,
+            },
+            "the launch loads the program's default config, default_config_gpu.yaml: device_target GPU, NCCL",
+        ),
+        Example(
+            {
+                "train.py": NPU_DDP_TRAIN,
+                "train_full_1p.sh": """
+                    #!/bin/bash
+                    source /usr/local/Ascend/ascend-toolkit/set_env.sh
+                    NUM_GPUS_PER_WORKER=1
+                    python -m torch.distributed.launch --nproc_per_node $NUM_GPUS_PER_WORKER train.py
+                """,
+            },
+            "a multi-process launcher told to start one process: HCCL reduces nothing",
+        ),
         Example.script("""
             import mindspore as ms
             from mindspore import nn
@@ -1007,20 +1127,21 @@ class HcclDeterministicUnset(ProgramRule):
             self.report_at_source(ctx, off, f"{off.describe()} leaves HCCL reductions nondeterministic.",
                                   "HCCL_DETERMINISTIC=true")
             return
-        npu_launch = [(launch, evidence) for shell, launch in ctx.program.launches
-                      if _multi_process(launch) and _other_device(launch) is None
-                      and (evidence := _ascend_evidence(shell)) is not None]
+        # Never blamed on a launch that selects another device (a GPU script, by its flags or the config it
+        # loads) nor on one that starts a single process: HCCL reduces nothing there.
+        on_npu = [(shell, launch) for shell, launch in ctx.program.launches
+                  if other_device(ctx, shell, launch) is None
+                  and one_process(launch, _at(shell, launch), ctx.program, shell) is None]
+        npu_launch = [(shell, launch, evidence) for shell, launch in on_npu
+                      if _multi_process(launch) and (evidence := _ascend_evidence(shell)) is not None]
         if not self._needs_hccl(ctx, facts) and not npu_launch:
             return
-        # Never blamed on a launch that selects another device (a single-process GPU script).
-        launches = npu_launch or [(launch, _ascend_evidence(shell)) for shell, launch in ctx.program.launches
-                                  if _other_device(launch) is None and not _one_card(launch)]
+        launches = npu_launch or [(shell, launch, _ascend_evidence(shell)) for shell, launch in on_npu]
         if not launches and ctx.program.launches:
             return  # every launch of it runs on another device, or on one card
         opt_in = facts.optional_effects.get("hccl-deterministic")
-        for launch, evidence in launches:
-            ctx.report_shell(self, launch.span, self._message(evidence, opt_in), fix="export HCCL_DETERMINISTIC=true",
-                             autofix=_EXPORT_HCCL)
+        for shell, launch, evidence in launches:
+            self._report_launch(ctx, shell, launch, self._message(evidence, opt_in))
         if not launches:
             self.report_program(ctx, self._message(None, opt_in), "export HCCL_DETERMINISTIC=true in the launch script")
 
@@ -1034,11 +1155,19 @@ class HcclDeterministicUnset(ProgramRule):
         for launch in shell.script.launches:
             # A script found on disk is judged by its run (a training program) or is no training
             # launch; one that is not on disk counts only where the launch line shows it trains.
-            if _multi_process(launch) and "npu-deterministic" not in launch.flags() and _other_device(launch) is None \
+            if _multi_process(launch) and "npu-deterministic" not in launch.flags() \
+                    and other_device(None, shell, launch) is None and one_process(launch, _at(shell, launch)) is None \
                     and ctx.project.launch_target(shell, launch.script) is None and launch_trains(launch):
                 if not _shell_sets(launch.effective_env(), "HCCL_DETERMINISTIC"):
-                    ctx.report_shell(self, launch.span, self._message(evidence), fix="export HCCL_DETERMINISTIC=true",
-                                     autofix=_EXPORT_HCCL)
+                    self._report_launch(ctx, shell, launch, self._message(evidence))
+
+    def _report_launch(self, ctx: ProgramContext, shell, launch, message: str) -> None:
+        """Reported at the launch line; where the line writes how many processes its run has, that is the
+        evidence that HCCL reduces across them."""
+        found = processes(launch, _at(shell, launch))
+        material = (Premise("material", True, found.evidence),) if found is not None and found.count > 1 else ()
+        ctx.report_shell(self, launch.span, message, fix="export HCCL_DETERMINISTIC=true", autofix=_EXPORT_HCCL,
+                         premises=material)
 
     @staticmethod
     def _message(evidence: Optional[str], opt_in=None) -> str:
@@ -1049,22 +1178,8 @@ class HcclDeterministicUnset(ProgramRule):
                 f"(AllReduce/ReduceScatter) sum in a varying order.{opted}")
 
 
-def _other_device(launch) -> Optional[str]:
-    """The flag that makes a launch select another device than the NPU (npu_launch.toml), or None."""
-    hints = table("npu_launch")
-    words, devices = tuple(hints["device_flag_words"]), frozenset(hints["other_devices"])
-    for name, flag in {**launch.launcher_flags(), **launch.flags()}.items():
-        if any(word in name.lower() for word in words) and (flag.value or "").strip("'\"").lower() in devices:
-            return f"--{name} {flag.value}"
-    return None
-
-
-def _one_card(launch) -> bool:
-    """A single-process launch that sets the world size to 1 (npu_launch.toml): HCCL reduces nothing."""
-    env = launch.effective_env()
-    return not _multi_process(launch) and any(
-        (entry := env.get(name)) is not None and (entry.value or "").strip("'\"") == "1"
-        for name in table("npu_launch")["world_size_env"])
+def _at(shell, launch) -> str:
+    return f"{shell.path}:{launch.span.line}"
 
 
 def _multi_process(launch) -> bool:

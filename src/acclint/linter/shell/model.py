@@ -108,6 +108,8 @@ class LaunchCommand:
     span: Span
     # Exported variables in effect when the command runs (exports after it do not reach it).
     inherited_env: tuple[EnvAssignment, ...] = ()
+    # Written in the body of a `for`/`while`/`until` loop: the line may start one process per pass.
+    repeated: bool = False
 
     def flags(self) -> dict[str, FlagValue]:
         return parse_flags(self.script_args)

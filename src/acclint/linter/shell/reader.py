@@ -378,6 +378,7 @@ class _FileWalk:
                 env=env,
                 span=span,
                 inherited_env=self.reader.exported_env(),
+                repeated=_in_loop(node),
             )
         )
 
@@ -388,6 +389,18 @@ class _FileWalk:
         "unset_command": unset,
         "command": command,
     }
+
+
+LOOPS = frozenset({"for_statement", "c_style_for_statement", "while_statement"})  # `until` parses as a while
+
+
+def _in_loop(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in LOOPS:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _source_path(fragments: list[Fragment]) -> Optional[str]:

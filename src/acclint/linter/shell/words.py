@@ -477,6 +477,8 @@ class Expander:
         self, name: str, operator: str, operand: Callable[[], list[Part]], site: Span, ctx: "_Context"
     ) -> Optional[list[Part]]:
         """`:-`/`-` (`:=`/`=` alike, without assigning), `:+`/`+`, `:?`/`?`; others unknown."""
+        if name.isdigit() and operator in DEFAULT_OPERATORS:
+            return None  # the caller's argument, the default only when it gives none: not statically known
         variable = self.lookup(name)
         # A variable the script never sets is taken as unset: `${NNODES:-1}` means 1 here.
         empty = variable is not None and variable.scalar.known and variable.scalar.text == ""
