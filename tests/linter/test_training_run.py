@@ -494,12 +494,29 @@ def test_an_example_a_copied_project_ships_is_not_the_script_its_launch_scripts_
         "migrated")
 
 
-def test_an_example_stays_a_training_run_when_a_launch_script_may_start_it(tmp_path):
-    # A launch after `cd` names a script acclint cannot find: it may be this one, so nothing is claimed.
+def test_a_launch_after_cd_into_a_folder_of_the_project_is_looked_up_there(tmp_path):
     write(tmp_path, {
         "vision/setup.py": "",
         "vision/references/classification/train.py": TORCH_TRAIN,
-        "vision/test/train_full_8p.sh": "#!/bin/bash\ncd references/classification\npython3 train.py\n",
+        "vision/references/segmentation/train.py": TORCH_TRAIN.replace("0.1", "0.2"),
+        "vision/test/train_full_8p.sh": "#!/bin/bash\ncur_path=`pwd`\ncd $cur_path/references/classification\n"
+                                        "python3 train.py\n",
     })
-    [found] = findings(tmp_path, "ACL202")
-    assert found.proven
+    by_path = {f.path: f for f in findings(tmp_path, "ACL202")}
+    assert by_path["vision/references/classification/train.py"].proven
+    assert premise(by_path["vision/references/segmentation/train.py"], "trains").evidence == (
+        "vision/references/segmentation/train.py is an example shipped with the project at vision (its own "
+        "setup.py), whose launch scripts start references/classification/train.py (test/train_full_8p.sh:4) and "
+        "never this script: not the training run being migrated")
+
+
+def test_an_example_stays_a_training_run_when_a_launch_script_may_start_it(tmp_path):
+    # A launch after a `cd` acclint cannot read may start this script: nothing is claimed.
+    write(tmp_path, {
+        "vision/setup.py": "",
+        "vision/references/segmentation/train.py": TORCH_TRAIN,
+        "vision/run.py": TORCH_TRAIN.replace("0.1", "0.2"),
+        "vision/test/train_full_8p.sh": "#!/bin/bash\npython3 run.py\ncd $(dirname $0)/../$TASK\npython3 train.py\n",
+    })
+    by_path = {f.path: f for f in findings(tmp_path, "ACL202")}
+    assert by_path["vision/references/segmentation/train.py"].proven

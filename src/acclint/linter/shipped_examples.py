@@ -8,14 +8,16 @@ launch script of the project starts them, so running them is not the training ru
 `trains` premise says so (linter.training_run).
 
 Only what is on disk beside the entry decides (the project root above it and the launch scripts in it and
-one folder below), never what else the scan was given. A launch whose script cannot be found on disk (a
-`cd` before `python train.py`) may start this entry, so the claim is made only when every launch of the
-project's own scripts resolves to another file.
+one folder below), never what else the scan was given. A launch after a `cd` into a folder of the
+project (`cd $cur_path/references/classification`) is looked up there. A launch whose script cannot be
+found on disk may start this entry, so the claim is made only when every launch of the project's own
+scripts resolves to another file.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Optional
@@ -73,10 +75,11 @@ def _launched_scripts(root: str, examples: str) -> dict:
             script = read_shell_script(shell)
         except (ShellReadError, RecursionError):
             continue
+        folders = _cd_folders(shell)
         for launch in script.launches:
             if not launch.script or not launch.script.endswith(".py"):
                 continue
-            found = _resolve(shell, launch.script, root)
+            found = _resolve(shell, launch.script, root, folders.get(launch.span.line))
             where = f"{os.path.relpath(shell, root)}:{launch.span.line}"
             out.setdefault(found, where)
     return out
@@ -102,11 +105,41 @@ def _subfolders(root: str, skipped: frozenset) -> list:
             if n.lower() not in skipped and not n.startswith(".") and os.path.isdir(os.path.join(root, n))]
 
 
-def _resolve(shell: str, script: str, root: str) -> Optional[str]:
+_CD = re.compile(r"^\s*cd\s+[\"']?([^\s\"';&|]+)")
+_VARIABLE_PREFIX = re.compile(r"^\$(\{\w+\}|\w+)/")
+
+
+def _cd_folders(shell: str) -> dict:
+    """line -> the folder (relative to the project root) of the last `cd` written above it, where the
+    folder is a literal path, alone or after one variable (`cd $cur_path/references/classification`: launch
+    scripts of a model folder `cd` to its top first, from `pwd`). Lines after a `cd` acclint cannot read
+    map to None."""
+    try:
+        with open(shell, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return {}
+    out, current = {}, None
+    for number, text in enumerate(lines, start=1):
+        match = _CD.match(text)
+        if match:
+            target = _VARIABLE_PREFIX.sub("", match.group(1))
+            current = None if "$" in target or "`" in target or target.startswith(("/", "..", "~")) else target
+        out[number] = current
+    return out
+
+
+def _resolve(shell: str, script: str, root: str, cd: Optional[str] = None) -> Optional[str]:
     """The file a launch line's script names, looked up as linter.project does: beside the launch script,
-    then in each folder above it up to the project root."""
+    then in each folder above it up to the project root; after a `cd` into a folder of the project, in that
+    folder first."""
     if os.path.isabs(script):
         return os.path.normpath(script) if os.path.isfile(script) else None
+    if cd:
+        for base in (root, os.path.dirname(shell)):
+            candidate = os.path.normpath(os.path.join(base, cd, script))
+            if os.path.isfile(candidate):
+                return candidate
     folder = os.path.dirname(shell)
     while True:
         candidate = os.path.normpath(os.path.join(folder, script))
