@@ -137,6 +137,61 @@ def test_a_training_cell_only_built_and_compiled_is_not_a_run(tmp_path):
         "reaches a training call (it is only built or compiled)")
 
 
+LOCAL_CELL = """
+    import mindspore as ms
+    from mindspore import nn, ops
+
+
+    class TrainStep(nn.Cell):
+        def __init__(self, net_with_loss, optimizer):
+            super().__init__()
+            self.net_with_loss = net_with_loss
+            self.weights = ms.ParameterTuple(net_with_loss.trainable_params())
+            self.optimizer = optimizer
+            self.grad = ops.GradOperation(get_by_list=True)
+
+        def construct(self, x, y):
+            loss = self.net_with_loss(x, y)
+            self.optimizer(self.grad(self.net_with_loss, self.weights)(x, y))
+            return loss
+"""
+
+EVALUATES = """
+    import mindspore as ms
+    from mindspore import nn
+    from cells import TrainStep
+
+    if __name__ == "__main__":
+        ms.set_seed(1)
+        net = nn.Dense(2, 2)
+        ms.load_checkpoint("net.ckpt", net=net)
+        cell = TrainStep(nn.WithLossCell(net, nn.MSELoss()), None)
+        model = ms.Model(cell, eval_network=net, metrics={"mae": nn.MAE()})
+        {use}
+"""
+
+
+def test_a_local_training_cell_handed_to_a_model_that_only_evaluates_is_not_a_run(tmp_path):
+    write(tmp_path, {"cells.py": LOCAL_CELL, "eval.py": EVALUATES.replace("{use}", "model.eval(None)")})
+    assert not_training(tmp_path, "ACL206") == (
+        "the cell `cell` built at eval.py:9 is never run: eval.py neither calls it nor trains with what it hands it "
+        "to, so its training step (cells.py:15) does not run")
+
+
+def test_a_local_training_cell_a_model_trains_with_is_a_run(tmp_path):
+    write(tmp_path, {"cells.py": LOCAL_CELL, "train.py": EVALUATES.replace("{use}", "model.train(1, None)")})
+    [found] = findings(tmp_path, "ACL206", preview=False)
+    assert premise(found, "trains").proven
+
+
+def test_a_local_training_cell_called_by_hand_is_a_run(tmp_path):
+    write(tmp_path, {"cells.py": LOCAL_CELL,
+                     "train.py": EVALUATES.replace("{use}", "cell(ms.ops.ones((2, 2)), ms.ops.ones((2, 2)))")})
+    [found] = findings(tmp_path, "ACL206", preview=False)
+    assert premise(found, "trains").proven
+    assert "cells.py:15" in premise(found, "trains").evidence
+
+
 def test_a_tpu_only_run_is_not_about_the_migration(tmp_path):
     write(tmp_path, {"train_tpu.py": """
         import torch

@@ -135,3 +135,69 @@ def test_a_determinism_switch_a_launch_config_turns_on_is_the_run(tmp_path):
                              "configs/repro.yaml": "deterministic: true\n",
                              "run.sh": "python train.py --config configs/repro.yaml\n"}, preview=True)
     assert [f for f in found if f.rule == "ACL201" and f.path.endswith("train.py")] == []
+
+
+# A model of a MindSpore-style zoo: the config path is required at launch, the launch scripts live in
+# `scripts/` and name the config through a path normaliser, and the YAML holds (config, help texts).
+ZOO_TRAIN = """
+    import argparse
+
+    import torch
+    import yaml
+
+
+    def get_config():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--config_path", type=str, required=True)
+        parser.add_argument("--cudnn_benchmark", type=str, default=None)
+        path = parser.parse_args().config_path
+        with open(path) as f:
+            cfg = list(yaml.load_all(f.read(), Loader=yaml.FullLoader))[0]
+        return argparse.Namespace(**cfg)
+
+
+    if __name__ == "__main__":
+        config = get_config()
+        if config.cudnn_benchmark:
+            torch.backends.cudnn.benchmark = True
+        model = torch.nn.Conv2d(3, 8, 3).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(1, 3, 8, 8).cuda()).sum().backward()
+        optimizer.step()
+"""
+
+ZOO_LAUNCH = """
+    #!/bin/bash
+    get_real_path() {
+      if [ "${1:0:1}" == "/" ]; then echo "$1"; else echo "$(realpath -m $PWD/$1)"; fi
+    }
+    config_path=$(get_real_path "./configs/default_config.yaml")
+    BASE_PATH=$(cd "$(dirname $0)" || exit; pwd)
+    python $BASE_PATH/../train.py --config_path="$config_path" EXTRA
+"""
+
+ZOO_CONFIG = """
+    cudnn_benchmark: false
+    lr: 0.1
+    ---
+    cudnn_benchmark: "whether cudnn picks the fastest kernels"
+"""
+
+
+def test_a_zoo_launch_script_in_scripts_decides_a_branch_through_the_config_it_names(tmp_path):
+    found = [f for f in _scan(tmp_path, {"train.py": ZOO_TRAIN, "configs/default_config.yaml": ZOO_CONFIG,
+                                         "scripts/run_train.sh": ZOO_LAUNCH.replace(" EXTRA", "")})
+             if f.rule == "ACL202"]
+    assert [f.severity for f in found] == ["info"]
+    executes = next(p for p in found[0].premises if p.premise == "executes")
+    assert "`cudnn_benchmark` is set to False in configs/default_config.yaml:1" in executes.evidence
+    assert "scripts/run_train.sh" in executes.evidence
+
+
+def test_a_zoo_launch_script_that_passes_the_flag_runs_the_branch(tmp_path):
+    found = [f for f in _scan(tmp_path, {"train.py": ZOO_TRAIN, "configs/default_config.yaml": ZOO_CONFIG,
+                                         "scripts/run_train.sh": ZOO_LAUNCH.replace("EXTRA",
+                                                                                    "--cudnn_benchmark=True")})
+             if f.rule == "ACL202"]
+    assert [f.severity for f in found] == ["warning"]
+    assert found[0].proven

@@ -98,7 +98,9 @@ class ConfigFiles:
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            root = yaml.compose(text, Loader=loader)
+            # A stream of several documents holds the configuration first: MindSpore's model zoo writes
+            # (config, help texts, choices) and reads them with `yaml.load_all` (model_utils/config.py).
+            root = next(iter(yaml.compose_all(text, Loader=loader)), None)
         except (yaml.YAMLError, ValueError, RecursionError) as exc:
             return ConfigValues(abspath, problem=f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else exc}")
         out = ConfigValues(abspath)

@@ -17,7 +17,7 @@ from typing import Iterator, Optional, Sequence
 from acclint.linter.analyze import FileOutcome
 from acclint.linter.discovery import kind_of, would_discover
 from acclint.linter.facts import FileFacts
-from acclint.linter.project import Project, is_entry_candidate
+from acclint.linter.project import Project, is_entry_candidate, launch_script_folders
 from acclint.linter.limits import Limits
 from acclint.linter.pool import OneProcess, Pool
 from acclint.linter.workers import PARALLEL_THRESHOLD, display_path, gc_paused
@@ -78,15 +78,16 @@ def read_context(project: Project, given_python: list, given_shells: list, loade
 
 
 def _beside_entries(project: Project, given_python: list, loader: ContextLoader) -> list:
-    """Launch scripts beside a given entry script: they may launch it with flags and exports."""
+    """Launch scripts beside a given entry script (and in its zoo-style script folders): they may launch it
+    with flags and exports."""
     beside = {}
     for file in given_python:
         if is_entry_candidate(file):
-            folder = os.path.dirname(file.abspath)
-            for name in _listdir(folder):
-                path = os.path.join(folder, name)
-                if path not in project.shells and loader.available(path) and kind_of(Path(path)) == "shell":
-                    beside[path] = None
+            for folder in launch_script_folders(file.abspath):
+                for name in _listdir(folder):
+                    path = os.path.join(folder, name)
+                    if path not in project.shells and loader.available(path) and kind_of(Path(path)) == "shell":
+                        beside[path] = None
     return list(beside)
 
 

@@ -464,7 +464,7 @@ class Project:
         the other files given: a launch script is judged the same whatever else was scanned."""
         if not script or not script.endswith(".py"):
             return []
-        script = script.replace("\\", "/")
+        script = _own_folder.sub(".", script.replace("\\", "/"))
         if os.path.isabs(script):
             return [os.path.normpath(script)]
         return [os.path.normpath(os.path.join(folder, script)) for folder in self.launch_folders(shell.abspath)]
@@ -473,6 +473,9 @@ class Project:
         folder = os.path.dirname(abspath)
         top = (self._project_roots_of(folder) or [folder])[0]
         folders = [folder]
+        if os.path.basename(folder) in _training_table()["launches"]["script_folders"]:
+            # A zoo's launch script runs its model folder's scripts (`cd ..`, or copies them beside a run folder).
+            folders.append(os.path.dirname(folder))
         while folder != top and os.path.dirname(folder) != folder and folder.startswith(top):
             folder = os.path.dirname(folder)
             folders.append(folder)
@@ -506,11 +509,11 @@ class Project:
         those, and only those, are what a scan of the entry alone reads too (docs/formats.md, "Files
         given and context"). Launch scripts elsewhere are judged by their own runs (`runs`)."""
         flow, files, functions = self._flow(entry)
-        folder = os.path.dirname(entry.abspath)
+        folders = launch_script_folders(entry.abspath)
         launches = [
             (shell, launch)
             for shell in self.shells.values()
-            if os.path.dirname(shell.abspath) == folder
+            if os.path.dirname(shell.abspath) in folders
             for launch in shell.script.launches
             if self.launch_target(shell, launch.script) is entry
         ]
@@ -591,6 +594,18 @@ def _module_assignment(module_file: FileFacts, name: str):
     """The last module-level assignment of `name` in the module, or None."""
     found = [a for a in module_file.name_assignments if a.scope == MODULE_SCOPE and a.name == name]
     return found[-1] if found else None
+
+
+# `$(cd "$(dirname "$0")"; pwd)`, `$(dirname $(readlink -f $0))`, `$(dirname "${BASH_SOURCE[0]}")`: the launch
+# script's own folder, written as a command at the start of the script path it runs.
+_own_folder = re.compile(r"^\$\((?=[^\n]*(?:dirname|pwd))(?=[^\n]*(?:\$0|\$\{0\}|BASH_SOURCE))[^\n]*?\)(?=/)")
+
+
+def launch_script_folders(entry_abspath: str) -> tuple:
+    """Where the launch scripts of an entry script are: beside it, and in the script folders of a model zoo's
+    layout beside it (training.toml [launches])."""
+    folder = os.path.dirname(entry_abspath)
+    return (folder, *(os.path.join(folder, name) for name in _training_table()["launches"]["script_folders"]))
 
 
 def launch_trains(launch) -> bool:

@@ -399,6 +399,7 @@ class RunConfig:
             run.configs.extend(groups)
             return run
         for text, where in passed:
+            text = _unwrap_path(text)
             path = self._find(text, folders + [os.path.dirname(self.entry.abspath), *self._roots()])
             if path is None:
                 run.unread = f"the config {text} passed at {where} is not in the project"
@@ -458,6 +459,17 @@ def _configuration_names(files) -> frozenset:
             if any(d.names & mains or (d.base or "") in mains for d in function.decorators):
                 names.update(function.params)
     return frozenset(names)
+
+
+# `$(realpath configs/a.yaml)`, `$(readlink -f cfg.yaml)`, `$(get_real_path "./configs/a.yml")`: a launch script's
+# path normaliser (a command or a shell function named for what it does) applied to a literal path names that file.
+_PATH_NORMALISER = re.compile(
+    r"""^\$\((?:realpath|readlink|[A-Za-z_]*(?:path|real|abs)[A-Za-z_]*)(?:\s+-[a-z]+)*\s+["']?([^"'$()`\s]+)["']?\s*\)$""")
+
+
+def _unwrap_path(text: Any) -> Any:
+    found = _PATH_NORMALISER.match(text) if isinstance(text, str) else None
+    return found.group(1) if found else text
 
 
 def _positionals(args) -> list:

@@ -80,6 +80,10 @@ def training_proof(program: Program, project) -> Premise:
             if fact.callee in inputs:
                 aside = aside or inputs[fact.callee]
                 continue
+            idle = _idle_cell_method(program, step, project)
+            if idle is not None:
+                aside = aside or idle
+                continue
             return _on_device(program, Premise("trains", True, f"gradients at {where(gradient)} applied by "
                                                                f"`{fact.callee}()` at {where(step)}, reached from "
                                                                f"{program.entry.path}"))
@@ -172,6 +176,55 @@ def _unrun_cell(program: Program, built: Step, project) -> Optional[str]:
             return None
     return (f"the training cell `{name}` built at {where(built)} is never run: {program.entry.path} neither calls "
             "it nor reaches a training call (it is only built or compiled)")
+
+
+def _idle_cell_method(program: Program, step: Step, project) -> Optional[str]:
+    """Why the method of a built class holding `step` (a cell's `construct` applying gradients) never runs,
+    or None. Such a method runs when the program runs the object: calls it, hands it to local code, or hands it
+    to a wrapper it then does more with than evaluate (`Model(cell).train(...)`)."""
+    if not step.deferred:
+        return None
+    function = step.file.functions.get(step.fact.scope)
+    owner = function.owner if function is not None else None
+    if not owner:
+        return None
+    built = [s for s in program.flow if isinstance(s.fact, Call) and s.fact.assigned_to
+             and _constructs(project, s, step.file, owner)]
+    if not built or any(_cell_runs(program, s, project) for s in built):
+        return None
+    return (f"the cell `{built[0].fact.assigned_to}` built at {where(built[0])} is never run: "
+            f"{program.entry.path} neither calls it nor trains with what it hands it to, so its training step "
+            f"({where(step)}) does not run")
+
+
+def _constructs(project, step: Step, file, owner: str) -> bool:
+    """Does `step` construct the local class `owner` of `file`, or a local subclass of it?"""
+    target = project.local_target(step.file, step.fact.callee, step.fact.scope, {})
+    if target is None or not hasattr(target[1], "bases"):
+        return False
+    chain = [target, *project.local_bases(*target)]
+    return any(f.abspath == file.abspath and cls.qualname == owner for f, cls in chain)
+
+
+def _cell_runs(program: Program, built: Step, project) -> bool:
+    name = built.fact.assigned_to
+    evaluating = frozenset(_facts()[0]["evaluation_methods"])
+    for step in program.flow[built.index + 1:]:
+        fact = step.fact
+        if not isinstance(fact, Call):
+            continue
+        if fact.callee == name:
+            return True
+        if not any(arg.value.dotted == name for arg in fact.args):
+            continue
+        if project.local_target(step.file, fact.callee, fact.scope, {}) is not None or not fact.assigned_to:
+            return True
+        wrapper = fact.assigned_to + "."
+        uses = [s.fact for s in program.flow[step.index + 1:] if isinstance(s.fact, Call)
+                and s.fact.callee.startswith(wrapper)]
+        if not uses or any(use.method not in evaluating for use in uses):
+            return True
+    return False
 
 
 def _on_device(program: Program, proof: Premise) -> Premise:

@@ -807,7 +807,7 @@ class HcclDeterministicUnset(ProgramRule):
                     import torch
                     import torch_npu
 
-                    if __name__ == "__main__":  # expect: ACL205
+                    if __name__ == "__main__":  # the run's launch line in test/ is where it is reported
                         torch.use_deterministic_algorithms(True)
                         torch.distributed.init_process_group("hccl")
                         model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).npu())

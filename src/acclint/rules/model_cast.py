@@ -15,6 +15,7 @@ from acclint.rules.flow import calls_with_method, receiver
 from acclint.rules.mixed_precision import mp_table
 
 _MODEL_HINTS = ("model", "net", "module")
+_LOADERS = ("from_pretrained", "from_config")  # class methods that build a model
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class ModelCast:
     where: str  # path:line
     models: frozenset = frozenset()  # the names the cast model is reached by (`model`, `self.net`)
     method: str = "to"  # "half" | "bfloat16" | "to" | "from_pretrained"
+    scope: str = ""  # the function the cast is written in (a local name there is not the same name elsewhere)
+    path: str = ""
 
     @property
     def evidence(self) -> str:
@@ -44,15 +47,31 @@ def _low_dtype(value: Value) -> Optional[str]:
     return next((mp_table()["low_dtypes"][n] for n in sorted(value.names) if n in mp_table()["low_dtypes"]), None)
 
 
-def _model_like(call: Call) -> bool:
-    """A module, not a tensor: `Net(...)`/`nn.Sequential(...)` (a class called, moved to a device or not), or a
-    name that says so (`model`, `self.net`, `module`)."""
+def _built_module(value: Value) -> bool:
+    """`Net(...)`, `nn.Sequential(...)`, `AutoencoderKL.from_pretrained(...)`: a class called or loaded, moved to a
+    device or not."""
+    if not (value.base_call and value.base):
+        return False
+    chain = value.chain
+    if chain[:1] and chain[0] in _LOADERS:
+        chain = chain[1:]
+    elif value.base.rsplit(".", 1)[-1] in _LOADERS:
+        value = Value(base=value.base.rsplit(".", 1)[0], base_call=True)
+    return value.base.rsplit(".", 1)[-1][:1].isupper() and all(m in ("cuda", "npu", "cpu", "to") for m in chain)
+
+
+def _model_like(facts: FileFacts, call: Call) -> bool:
+    """A module, not a tensor: a module built in place, a name the same function assigned one to
+    (`vae = AutoencoderKL.from_pretrained(...)`), or a name that says so (`model`, `self.net`, `module`)."""
     target = receiver(call)
     if target is None:
         return False
-    if target.base_call and target.base:
-        if target.base.rsplit(".", 1)[-1][:1].isupper() and all(m in ("cuda", "npu", "cpu", "to") for m in target.chain):
-            return True
+    if _built_module(target):
+        return True
+    if target.dotted and "." not in target.dotted and any(
+            a.name == target.dotted and a.scope == call.scope and _built_module(a.value)
+            for a in facts.name_assignments):
+        return True
     names = ((target.dotted or target.base or "") + " " + (call.assigned_to or "")).lower()
     return any(hint in names for hint in _MODEL_HINTS)
 
@@ -66,19 +85,31 @@ def model_casts(facts: FileFacts) -> Iterator[ModelCast]:
             dtype = _low_dtype(arg.value) if arg is not None else None
             if dtype:
                 yield ModelCast(dtype, f"from_pretrained(torch_dtype={arg.value.dotted})", where(facts, call.node),
-                                models, call.method)
+                                models, call.method, call.scope, facts.path)
             continue
-        if call.names or not _model_like(call):
+        if call.names or not _model_like(facts, call):
             continue
         if call.method in ("half", "bfloat16"):
             yield ModelCast(mp_table()["low_cast_methods"][call.method], f".{call.method}()", where(facts, call.node),
-                            models, call.method)
+                            models, call.method, call.scope, facts.path)
             continue
         for arg in call.args:
             dtype = _low_dtype(arg.value) if arg.keyword in (None, "dtype") else None
             if dtype:
                 yield ModelCast(dtype, f".{call.method}({arg.value.dotted})", where(facts, call.node), models,
-                                call.method)
+                                call.method, call.scope, facts.path)
+
+
+def casts_name_of(cast: ModelCast, name: str, facts: FileFacts, scope: str) -> bool:
+    """Does `cast` cast the model that `name`, read in `scope` of `facts`, holds? An attribute (`self.net`) or a
+    parameter may hold a model cast anywhere, but a plain name that `scope` assigns itself is that function's own
+    variable: a validation helper's `controlnet = ...from_pretrained(torch_dtype=...)` is not the `controlnet`
+    that `main` builds and trains."""
+    if name not in cast.models:
+        return False
+    if "." in name or (cast.scope == scope and cast.path == facts.path):
+        return True
+    return not any(a.name == name and a.scope == scope for a in facts.name_assignments)
 
 
 def _cast_names(call: Call) -> frozenset:
