@@ -432,51 +432,29 @@ def test_a_package_entry_whose_main_block_calls_the_training_function_trains(tmp
     assert found.proven
 
 
-# A small training module whose `__main__` block trains its own model: a self-test when another program
-# imports it for its classes.
-_PROBE_MODULE = """
-    import torch
-
-
-    class Probe(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layer = torch.nn.Linear(2, 2)
-
-        def forward(self, x):
-            return self.layer(x)
-
-
-    if __name__ == "__main__":
-        model = Probe().cuda()
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        model(torch.ones(2, 2).cuda()).sum().backward()
-        optimizer.step()
-"""
-
-
 def test_a_program_claim_rests_on_the_reporting_programs_run_not_on_a_program_importing_its_module(tmp_path):
-    write(tmp_path, {"lib/__init__.py": "", "lib/probe.py": _PROBE_MODULE, "train.py": """
+    write(tmp_path, {"lib/__init__.py": "", "lib/profiler.py": _MODULE_WITH_SELF_TEST, "train.py": """
         import torch
 
-        from lib.probe import Probe
+        from lib.profiler import Profiler
 
         if __name__ == "__main__":
             torch.manual_seed(0)
             torch.use_deterministic_algorithms(True)
-            model = Probe().cuda()
+            model = torch.nn.Linear(2, 2).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            Profiler(model)
             model(torch.ones(2, 2).cuda()).sum().backward()
             optimizer.step()
     """})
-    # train.py trains and imports lib/probe.py, but the claim "lib/probe.py never seeds" is about the run
-    # lib/probe.py starts, its module's self-test.
+    # train.py trains and imports lib/profiler.py, but "lib/profiler.py never seeds" is a claim about the
+    # run lib/profiler.py starts: its module's self-test.
     for rule in ("ACL104", "ACL201"):
         [found] = findings(tmp_path, rule)
-        assert found.path == "lib/probe.py" and not found.proven
+        assert found.path == "lib/profiler.py" and not found.proven
         assert premise(found, "trains").evidence == (
-            "lib/probe.py is a module of a package that defines classes, and the only training it reaches is in "
-            "its own `__main__` block (lib/probe.py:13): a self-test of the module, not a training run")
+            "lib/profiler.py is a module of a package that defines classes, and the only training it reaches is "
+            "in its own `__main__` block (lib/profiler.py:9): a self-test of the module, not a training run")
 
 
 def test_a_library_that_probes_for_cuda_does_not_put_a_tpu_script_on_the_gpu(tmp_path):
