@@ -402,6 +402,13 @@ def test_the_main_block_of_a_package_module_is_its_self_test_not_a_training_run(
     assert "its own `__main__` block (lib/profiler.py:9)" in evidence
 
 
+def test_a_folder_the_scripts_beside_it_import_as_a_namespace_package_holds_modules_with_self_tests(tmp_path):
+    write(tmp_path, {"networks/profiler.py": _MODULE_WITH_SELF_TEST,
+                     "train_network.py": "import networks.profiler as profiler\n"})
+    evidence = not_training(tmp_path, "ACL202")
+    assert evidence.startswith("networks/profiler.py is a module of a package that defines classes")
+
+
 def test_a_script_outside_a_package_training_in_its_main_block_trains(tmp_path):
     write(tmp_path, {"tools/profile.py": _MODULE_WITH_SELF_TEST})
     [found] = findings(tmp_path, "ACL202", preview=False)
