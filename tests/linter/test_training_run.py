@@ -402,6 +402,13 @@ def test_the_main_block_of_a_package_module_is_its_self_test_not_a_training_run(
     assert "its own `__main__` block (lib/profiler.py:9)" in evidence
 
 
+def test_a_folder_the_scripts_beside_it_import_as_a_namespace_package_holds_modules_with_self_tests(tmp_path):
+    write(tmp_path, {"networks/profiler.py": _MODULE_WITH_SELF_TEST,
+                     "train_network.py": "import networks.profiler as profiler\n"})
+    evidence = not_training(tmp_path, "ACL202")
+    assert evidence.startswith("networks/profiler.py is a module of a package that defines classes")
+
+
 def test_a_script_outside_a_package_training_in_its_main_block_trains(tmp_path):
     write(tmp_path, {"tools/profile.py": _MODULE_WITH_SELF_TEST})
     [found] = findings(tmp_path, "ACL202", preview=False)
@@ -430,3 +437,126 @@ def test_a_package_entry_whose_main_block_calls_the_training_function_trains(tmp
     """})
     [found] = findings(tmp_path, "ACL202", preview=False)
     assert found.proven
+
+
+def test_a_program_claim_rests_on_the_reporting_programs_run_not_on_a_program_importing_its_module(tmp_path):
+    write(tmp_path, {"lib/__init__.py": "", "lib/profiler.py": _MODULE_WITH_SELF_TEST, "train.py": """
+        import torch
+
+        from lib.profiler import Profiler
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            torch.use_deterministic_algorithms(True)
+            model = torch.nn.Linear(2, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            Profiler(model)
+            model(torch.ones(2, 2).cuda()).sum().backward()
+            optimizer.step()
+    """})
+    # train.py trains and imports lib/profiler.py, but "lib/profiler.py never seeds" is a claim about the
+    # run lib/profiler.py starts: its module's self-test.
+    for rule in ("ACL104", "ACL201"):
+        [found] = findings(tmp_path, rule)
+        assert found.path == "lib/profiler.py" and not found.proven
+        assert premise(found, "trains").evidence == (
+            "lib/profiler.py is a module of a package that defines classes, and the only training it reaches is "
+            "in its own `__main__` block (lib/profiler.py:9): a self-test of the module, not a training run")
+
+
+def test_a_library_that_probes_for_cuda_does_not_put_a_tpu_script_on_the_gpu(tmp_path):
+    write(tmp_path, {
+        "pyproject.toml": "",
+        "src/mylib/__init__.py": "",
+        "src/mylib/devices.py": """
+            import torch
+
+
+            def best_device():
+                if torch.cuda.is_available():
+                    return "cuda"
+                return "cpu"
+        """,
+        "examples/train_tpu.py": """
+            import torch
+            import torch_xla.core.xla_model as xm
+
+            from mylib.devices import best_device
+
+            if __name__ == "__main__":
+                print(best_device())
+                device = xm.xla_device()
+                model = torch.nn.Linear(2, 2).to(device)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.ones(2, 2, device=device)).sum().backward()
+                optimizer.step()
+        """,
+    })
+    # The project's library (src/mylib, imported as installed) asks for CUDA on any machine; the script
+    # written for the TPU is what chooses the run's device.
+    evidence = premise(next(f for f in findings(tmp_path, "ACL201") if f.path == "examples/train_tpu.py"),
+                       "trains").evidence
+    assert evidence.endswith("but on another device: examples/train_tpu.py imports torch_xla.core.xla_model and "
+                             "nothing in the run uses a GPU or an NPU")
+
+
+def test_an_intel_extension_for_pytorch_run_is_not_about_the_migration(tmp_path):
+    write(tmp_path, {"train_cpu.py": """
+        import intel_extension_for_pytorch as ipex
+        import torch
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            model = torch.nn.Linear(2, 2)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model, optimizer = ipex.optimize(model, optimizer=optimizer, dtype=torch.bfloat16)
+            model(torch.ones(2, 2)).sum().backward()
+            optimizer.step()
+    """})
+    assert not_training(tmp_path, "ACL201").endswith(
+        "but on another device: train_cpu.py imports intel_extension_for_pytorch and nothing in the run uses a GPU "
+        "or an NPU")
+
+
+def test_an_example_a_copied_project_ships_is_not_the_script_its_launch_scripts_train_with(tmp_path):
+    write(tmp_path, {
+        "DCN/setup.py": "",
+        "DCN/run_dcn.py": TORCH_TRAIN,
+        "DCN/examples/run_toy.py": TORCH_TRAIN.replace("0.1", "0.2"),
+        "DCN/test/train_full_8p.sh": "#!/bin/bash\npython3 -u run_dcn.py --epochs 3\n",
+    })
+    by_path = {f.path: f for f in findings(tmp_path, "ACL202", preview=False)}
+    assert by_path["DCN/run_dcn.py"].proven
+    toy = by_path["DCN/examples/run_toy.py"]
+    assert toy.severity == "info" and premise(toy, "trains").evidence == (
+        "DCN/examples/run_toy.py is an example shipped with the project at DCN (its own setup.py), whose launch "
+        "scripts start run_dcn.py (test/train_full_8p.sh:2) and never this script: not the training run being "
+        "migrated")
+
+
+def test_a_launch_after_cd_into_a_folder_of_the_project_is_looked_up_there(tmp_path):
+    write(tmp_path, {
+        "vision/setup.py": "",
+        "vision/references/classification/train.py": TORCH_TRAIN,
+        "vision/references/segmentation/train.py": TORCH_TRAIN.replace("0.1", "0.2"),
+        "vision/test/train_full_8p.sh": "#!/bin/bash\ncur_path=`pwd`\ncd $cur_path/references/classification\n"
+                                        "python3 train.py\n",
+    })
+    by_path = {f.path: f for f in findings(tmp_path, "ACL202")}
+    assert by_path["vision/references/classification/train.py"].proven
+    assert premise(by_path["vision/references/segmentation/train.py"], "trains").evidence == (
+        "vision/references/segmentation/train.py is an example shipped with the project at vision (its own "
+        "setup.py), whose launch scripts start references/classification/train.py (test/train_full_8p.sh:4) and "
+        "never this script: not the training run being migrated")
+
+
+def test_an_example_stays_a_training_run_when_a_launch_script_may_start_it(tmp_path):
+    # A launch after a `cd` acclint cannot read may start this script: nothing is claimed.
+    write(tmp_path, {
+        "vision/setup.py": "",
+        "vision/references/segmentation/train.py": TORCH_TRAIN,
+        "vision/run.py": TORCH_TRAIN.replace("0.1", "0.2"),
+        "vision/test/train_full_8p.sh": "#!/bin/bash\npython3 run.py\ncd $(dirname $0)/../$TASK\npython3 train.py\n",
+    })
+    by_path = {f.path: f for f in findings(tmp_path, "ACL202")}
+    assert by_path["vision/references/segmentation/train.py"].proven

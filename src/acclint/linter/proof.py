@@ -81,6 +81,11 @@ class Prover:
     def _programs(self, finding: Finding, entry: Optional[str]) -> list:
         """The programs that may run the finding's line, the reporting program first."""
         own = self.by_entry.get(entry) if entry is not None else None
+        if own is not None and _claims_about(finding, own):
+            # A claim about the reporting program (it never seeds, never switches X on) holds or not
+            # for that program's run alone: another program that imports the entry's module (a
+            # training script reusing its classes) says nothing about what the entry's own run does.
+            return [own]
         facts = self.files.get(finding.path)
         others = self.by_file.get(facts.abspath, []) if facts is not None else []
         if finding.path in self.shells:  # a launch script: the programs it launches
@@ -260,6 +265,12 @@ class Prover:
 
 
 _PROVERS = {"trains": Prover.trains, "framework": Prover.framework}
+
+
+def _claims_about(finding: Finding, program: Program) -> bool:
+    """A claim about the whole program (rules.base.report_program): shown at its entry, resting on the
+    program's run rather than on one line of it executing."""
+    return finding.path == program.entry.path and not any(p.premise == "executes" for p in finding.premises)
 
 
 def _guards_at(facts) -> dict:

@@ -10,7 +10,8 @@ gradients applied by `optimizer(grads)`), and only when
   only built and compiled (a precompile tool);
 - it runs on a device the migration is about: a TPU-only script (torch_xla) is not;
 - it is the code being migrated: an example of another project copied into this one is not
-  (linter.roles.vendored_copy), nor the self-test in a library module's `__main__` block
+  (linter.roles.vendored_copy), nor an example a copied project ships that its launch scripts never
+  start (linter.shipped_examples), nor the self-test in a library module's `__main__` block
   (linter.self_test).
 
 A program that loads trained weights and builds nothing that trains evaluates or exports a model
@@ -20,6 +21,7 @@ Everything is read from the program's flow (linter.project), once per program.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Optional
 
@@ -29,6 +31,7 @@ from acclint.linter.facts import Call
 from acclint.linter.project import Program, Step, training_role
 from acclint.linter.roles import vendored_copy
 from acclint.linter.self_test import module_self_test
+from acclint.linter.shipped_examples import shipped_example
 
 
 def where(step: Step) -> str:
@@ -48,6 +51,9 @@ def training_proof(program: Program, project) -> Premise:
     if copied is not None:
         return Premise("trains", False, f"{program.entry.path} is a program of another project copied into this "
                                         f"one, {copied}: its runs are not the code being migrated")
+    shipped = shipped_example(program.entry.path, program.entry.abspath)
+    if shipped is not None:
+        return Premise("trains", False, shipped)
     self_test = module_self_test(program)
     if self_test is not None:
         return Premise("trains", False, self_test)
@@ -220,23 +226,33 @@ def _cell_runs(program: Program, built: Step, project, through_wrappers: bool) -
 
 
 def _on_device(program: Program, proof: Premise) -> Premise:
-    """`proof` unless the program runs on a device the migration is not about (training.toml [run])."""
+    """`proof` unless the program runs on a device the migration is not about (training.toml [run]).
+    Both the other device's package and a use of the migration's devices are read in the program's own
+    code (its entry's folder): a library it reaches that probes every device it knows
+    (`torch.cuda.is_available()`, an optional `torch_npu` kernel) does not choose the run's device."""
     run = _facts()[0]
     other = tuple(run["other_device_packages"])
-    package = next((f"{file.path} imports {imp.module or imp.name}" for file in program.files for imp in file.imports
+    own = _own_files(program)
+    package = next((f"{file.path} imports {imp.module or imp.name}" for file in own for imp in file.imports
                     if (imp.module or "").split(".")[0] in other), None)
-    if package is None or _uses_migration_device(program, run):
+    if package is None or _uses_migration_device(program, run, frozenset(id(file) for file in own)):
         return proof
     return Premise("trains", False, f"{proof.evidence}, but on another device: {package} and nothing in the run "
                                     "uses a GPU or an NPU")
 
 
-def _uses_migration_device(program: Program, run: dict) -> bool:
+def _own_files(program: Program) -> list:
+    """The files of the program written with its entry: the entry's folder and below."""
+    folder = os.path.dirname(program.entry.abspath) + os.sep
+    return [file for file in program.files if file is program.entry or file.abspath.startswith(folder)]
+
+
+def _uses_migration_device(program: Program, run: dict, own: frozenset) -> bool:
     prefixes, methods = tuple(run["device_prefixes"]), frozenset(run["device_methods"])
     strings = tuple(run["device_strings"])
     for step in program.flow:
         fact = step.fact
-        if not isinstance(fact, Call):
+        if not isinstance(fact, Call) or id(step.file) not in own:
             continue
         if fact.method in methods or any(n.startswith(prefixes) for n in fact.names):
             return True

@@ -121,6 +121,36 @@ class DeterministicAlgorithmsOff(EffectRule):
                         return getattr(importlib.import_module(module), name)()
             """,
         }, "`config.build()` that looks its trainer class up by name: info, the call is named"),
+        Example({
+            "DCN/setup.py": "",
+            "DCN/run_dcn.py": """
+                import torch
+
+
+                if __name__ == "__main__":  # expect: ACL201
+                    torch.manual_seed(0)
+                    model = torch.nn.Linear(2, 1).cuda()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    model(torch.ones(2).cuda()).sum().backward()
+                    optimizer.step()
+            """,
+            "DCN/examples/run_toy.py": """
+                import torch
+
+
+                if __name__ == "__main__":  # expect: ACL201
+                    model = torch.nn.Linear(2, 1).cuda()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    model(torch.rand(2).cuda()).sum().backward()
+                    optimizer.step()
+            """,
+            "DCN/test/train_full_8p.sh": """
+                #!/bin/bash
+                python3 -u run_dcn.py --epochs 3
+            """,
+        }, "a model folder copied from a library (its own setup.py) whose launch script trains with run_dcn.py: "
+           "a warning there; the library's example under examples/ is info (trains not proven: no launch script "
+           "of the project starts it)"),
     )
     valid = (
         Example.script("""

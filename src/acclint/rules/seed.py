@@ -344,6 +344,42 @@ class UnseededTorch(UnseededGenerator):
             if __name__ == "__main__":  # expect: ACL104
                 train()
         """, "only the NPU generators are seeded"),
+        Example({
+            "lib/__init__.py": "",
+            "lib/probe.py": """
+                import torch
+
+
+                class Probe(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layer = torch.nn.Linear(2, 2)
+
+                    def forward(self, x):
+                        return self.layer(x)
+
+
+                if __name__ == "__main__":  # expect: ACL104
+                    model = Probe().cuda()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    model(torch.rand(2, 2).cuda()).sum().backward()
+                    optimizer.step()
+            """,
+            "train.py": """
+                import torch
+
+                from lib.probe import Probe
+
+
+                if __name__ == "__main__":
+                    torch.manual_seed(0)
+                    model = Probe().cuda()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    model(torch.ones(2, 2).cuda()).sum().backward()
+                    optimizer.step()
+            """,
+        }, "the `__main__` self-test of a package module that train.py imports: info (trains not proven), "
+           "since the claim is about the run lib/probe.py starts, not about train.py's"),
     )
     valid = (
         Example.script("""
