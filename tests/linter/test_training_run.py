@@ -534,6 +534,18 @@ def test_an_example_a_copied_project_ships_is_not_the_script_its_launch_scripts_
         "migrated")
 
 
+def test_a_projects_ci_jobs_do_not_make_its_examples_someone_elses(tmp_path):
+    # A first-party project whose CI smoke-tests one program: its examples are still its users' recipes.
+    write(tmp_path, {
+        "mm/pyproject.toml": "",
+        "mm/pretrain.py": TORCH_TRAIN,
+        "mm/examples/finetune/finetune.py": TORCH_TRAIN.replace("0.1", "0.2"),
+        "mm/ci/smoke.sh": "#!/bin/bash\npython3 pretrain.py --train-iters 2\n",
+    })
+    by_path = {f.path: f for f in findings(tmp_path, "ACL202", preview=False)}
+    assert by_path["mm/examples/finetune/finetune.py"].proven
+
+
 def test_a_launch_after_cd_into_a_folder_of_the_project_is_looked_up_there(tmp_path):
     write(tmp_path, {
         "vision/setup.py": "",

@@ -67,8 +67,9 @@ def _packaging_marker(folder: str) -> Optional[str]:
 def _launched_scripts(root: str, examples: str) -> dict:
     """abspath of each Python script the project's own launch scripts start -> where (script:line); a key
     None for a launch whose script is not found on disk. Launch scripts are read at the project root and
-    one folder below it, outside its example and test folders."""
-    skipped = frozenset(_roles()["example_folders"]) | frozenset(_roles()["test_folders"])
+    one folder below it, outside its example, test and CI folders."""
+    skipped = frozenset(_roles()["example_folders"]) | frozenset(_roles()["test_folders"]) \
+        | frozenset(_roles()["ci_folders"])
     out: dict = {}
     for shell in _shell_scripts(root, skipped)[:_MAX_SCRIPTS]:
         try:
