@@ -134,12 +134,15 @@ def test_the_table_is_written_from_the_tuning_split_only(capsys):
     assert "--split tuning" in capsys.readouterr().err
 
 
-def test_every_judged_warning_has_one_verdict():
-    """A second row for the same warning would silently replace the first (the last read wins): a merge
-    that repeats a block, or two judges of one warning, must be resolved in the file."""
+def test_every_judged_warning_has_one_valid_verdict():
+    """A second row for the same warning would silently replace the first (the last read wins), and a row
+    that is no verdict (a header a merge repeated) stops measure.py: a merge that repeats a block, or two
+    judges of one warning, must be resolved in the file."""
     import csv
     for path in sorted((HERE / "judged").glob("*.csv")):
         with open(path, newline="", encoding="utf-8") as handle:
-            keys = [(row["path"], row["line"], row["rule"]) for row in csv.DictReader(handle)]
+            rows = list(csv.DictReader(handle))
+        assert all(row["verdict"] in measure.VERDICTS for row in rows), path.name
+        keys = [(row["path"], row["line"], row["rule"]) for row in rows]
         repeated = sorted({key for key in keys if keys.count(key) > 1})
         assert not repeated, f"{path.name}: {repeated[:3]}"
