@@ -4,7 +4,6 @@ warning only when every premise is proven (docs/premises.md)."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -13,6 +12,7 @@ from acclint.cli import main
 from acclint.config import Config
 from acclint.linter.engine import scan
 from acclint.rules import all_rules
+from project_files import write
 
 RULES = {rule.code: rule for rule in all_rules()}
 
@@ -51,15 +51,6 @@ if __name__ == "__main__":
 """
 # The same script without the trained weights: it runs, but nothing shows what it is for.
 UNTRAINED_EXPORT = EXPORT.replace('    model.load_state_dict(torch.load("net.pt"))\n', "")
-
-
-def write(root: Path, files: dict) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    (root / "pyproject.toml").write_text("", encoding="utf-8")
-    return root
 
 
 def findings(root: Path, paths, codes, preview: bool = False) -> dict:

@@ -3,7 +3,6 @@ premises ACL205 states from them."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from acclint.config import Config
@@ -13,20 +12,11 @@ from acclint.linter.facts import FileFacts
 from acclint.linter.project import Project
 from acclint.linter.engine import scan
 from acclint.rules import all_rules
+from project_files import write
 from acclint.rules.determinism import _ZOO_CONFIG_TRAIN, _ZOO_CONFIGS, NPU_DDP_TRAIN
 from acclint.rules.launch_run import one_process, other_device
 
 RULES = {rule.code: rule for rule in all_rules()}
-
-
-
-def write(root: Path, files: dict) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    (root / "pyproject.toml").write_text("", encoding="utf-8")
-    return root
 
 
 def acl205(root: Path) -> dict:
